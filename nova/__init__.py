@@ -1,0 +1,47 @@
+"""Nova: a JAX-style functional array framework with its own MLIR compiler.
+
+`nova.numpy` for arrays, `nova.grad`/`value_and_grad`/`vjp`/`jvp` for derivatives, `nova.jit` to
+trace a function into one Program and compile it. See DESIGN.md (../shared) for the architecture.
+"""
+
+import importlib as _importlib
+import sys as _sys
+
+from nova import ops as _ops  # noqa: F401  (fills the primitive registry)
+from nova import numpy_api as numpy
+from nova import tree_util
+from nova.config import config
+from nova.core.array import Array
+from nova.core.errors import (
+    CompilerError,
+    ConcretizationTypeError,
+    DeletedArrayError,
+    NovaError,
+    OutOfMemoryError,
+    ShapeError,
+    TracerBoolConversionError,
+    UnexpectedTracerError,
+)
+from nova.core.ir import Program, TensorType, parse_program
+from nova.grad import grad, jvp, value_and_grad, vjp
+from nova.jit import ShapeDtypeStruct, jit, make_program
+
+_sys.modules["nova.numpy"] = numpy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array", "CompilerError", "ConcretizationTypeError", "DeletedArrayError", "NovaError",
+    "OutOfMemoryError", "Program", "ShapeDtypeStruct", "ShapeError", "TensorType",
+    "TracerBoolConversionError", "UnexpectedTracerError", "config", "grad", "jit", "jvp",
+    "make_program", "numpy", "parse_program", "tree_util", "value_and_grad", "vjp",
+]
+
+
+def __getattr__(name):
+    # Lazily imported subpackages keep `import nova` fast (no MLIR, no nn/optim until used).
+    if name in ("random", "nn", "optim", "scipy"):
+        mod = _importlib.import_module(f"nova.{name}")
+        globals()[name] = mod
+        return mod
+    raise AttributeError(f"module 'nova' has no attribute {name!r}")

@@ -1,0 +1,50 @@
+"""Global configuration flags. Flags that change generated code are part of every cache key."""
+
+from __future__ import annotations
+
+import os
+
+_DEFAULTS = {
+    # "highest" (full float32) or "tf32"; changes generated contraction kernels.
+    "matmul_precision": "highest",
+    # Re-run a program equation by equation when it produces a NaN, naming the culprit.
+    "debug_nans": False,
+    # "compiled" (MLIR-generated kernels once the compiler is present) or "interpreter" (the
+    # NumPy reference implementations).
+    "backend": os.environ.get("NOVA_BACKEND", "interpreter"),
+}
+_CODE_FLAGS = ("matmul_precision", "backend")
+_ALLOWED = {
+    "matmul_precision": ("highest", "tf32"),
+    "backend": ("interpreter", "compiled"),
+}
+
+
+class Config:
+    def __init__(self):
+        self._values = dict(_DEFAULTS)
+
+    def update(self, name: str, value) -> None:
+        """Sets flag `name`. Raises KeyError for an unknown flag, ValueError for a bad value."""
+        if name not in self._values:
+            raise KeyError(f"unknown config flag {name!r}; known: {sorted(self._values)}")
+        allowed = _ALLOWED.get(name)
+        if allowed is not None and value not in allowed:
+            raise ValueError(f"config {name!r} must be one of {allowed}, got {value!r}")
+        self._values[name] = value
+
+    def read(self, name: str):
+        return self._values[name]
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def code_key(self) -> tuple:
+        """The flags that change generated code (part of jit and kernel cache keys)."""
+        return tuple((k, self._values[k]) for k in _CODE_FLAGS)
+
+
+config = Config()

@@ -1,0 +1,151 @@
+"""nova.Array: an immutable n-dimensional array (a host buffer) and the base class of tracers.
+
+Operators and methods (`+`, `@`, `.sum()`, `.at[...]`, ...) are attached by `nova.numpy` when it is
+imported, as JAX does, so this layer never imports the layers above it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nova.core import dtypes
+from nova.core.errors import DeletedArrayError
+from nova.core.ir import TensorType
+
+
+class Array:
+    """An immutable array. `shape`, `dtype`, `ndim`, `size`; `np.asarray(x)` gives its values.
+
+    Concrete arrays hold a host buffer (`numpy.ndarray`). Tracers (nova.core.trace.Tracer) are
+    Arrays too, so `isinstance(x, nova.Array)` holds inside `jit` and `grad` as well.
+    """
+
+    __slots__ = ("_value", "_deleted", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, value: np.ndarray):
+        if value.dtype not in dtypes.SUPPORTED:
+            value = value.astype(dtypes.dtype_of_value(value))
+        self._value = value
+        self._deleted = False
+
+    # --- abstract value ---------------------------------------------------------------------
+    @property
+    def aval(self) -> TensorType:
+        return TensorType(self._value.shape, self._value.dtype)
+
+    @property
+    def shape(self) -> tuple:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.nbytes
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    # --- concrete values --------------------------------------------------------------------
+    def _concrete(self, what: str) -> np.ndarray:
+        if self._deleted:
+            raise DeletedArrayError(
+                f"{what}: this Array of {self.aval} was donated to a jitted call "
+                "(donate_argnums) and its buffer may have been reused"
+            )
+        return self._value
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._concrete("np.asarray")
+        if dtype is not None and np.dtype(dtype) != v.dtype:
+            return v.astype(dtype)
+        return v.copy() if copy else v
+
+    def __repr__(self):
+        if self._deleted:
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype})"
+        body = np.array2string(
+            self._value, separator=", ", prefix="Array(", threshold=1000, max_line_width=100
+        )
+        return f"Array({body}, dtype={self.dtype})"
+
+    def __str__(self):
+        return str(self._concrete("str"))
+
+    def item(self):
+        return self._concrete("item").item()
+
+    def tolist(self):
+        return self._concrete("tolist").tolist()
+
+    def __bool__(self):
+        return bool(self._concrete("bool"))
+
+    def __int__(self):
+        return int(self._concrete("int"))
+
+    def __float__(self):
+        return float(self._concrete("float"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex"))
+
+    def __index__(self):
+        if not dtypes.is_int(self.dtype):
+            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype}")
+        return int(self._concrete("index"))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d Array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d Array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __hash__(self):
+        raise TypeError("unhashable type: nova.Array (arrays are mutable-looking values)")
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(str(self), spec)
+
+    def block_until_ready(self):
+        return self
+
+    def delete(self) -> None:
+        """Frees the buffer; any later use raises DeletedArrayError (shape and dtype remain)."""
+        self._deleted = True
+        # A zero-stride view keeps shape and dtype answerable without holding the memory.
+        self._value = np.broadcast_to(np.zeros((), self._value.dtype), self._value.shape)
+
+    def is_deleted(self) -> bool:
+        return self._deleted
+
+    def __getstate__(self):
+        return {"value": self._concrete("pickle")}
+
+    def __setstate__(self, state):
+        self._value = state["value"]
+        self._deleted = False
+
+
+def from_numpy(value) -> Array:
+    """Wraps a NumPy value (no copy when it is already a supported dtype)."""
+    return Array(np.asarray(value))

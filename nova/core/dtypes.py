@@ -1,0 +1,212 @@
+"""Nova's dtypes and the one type-promotion table (JAX's lattice, Python scalars weakly typed)."""
+
+from __future__ import annotations
+
+import builtins
+
+import ml_dtypes
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+uint8 = np.dtype(np.uint8)
+uint32 = np.dtype(np.uint32)  # random bits and keys
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+
+SUPPORTED = (bool_, uint8, uint32, int32, int64, float16, bfloat16, float32, float64)
+FLOATS = (float16, bfloat16, float32, float64)
+INTS = (uint8, uint32, int32, int64)
+
+default_float = float32
+# Like JAX without x64: a Python int or a list of them becomes int32.
+default_int = int32
+
+# MLIR element-type spelling of each dtype, used by the IR printer and parser.
+MLIR_NAME = {
+    bool_: "i1",
+    uint8: "ui8",
+    uint32: "ui32",
+    int32: "i32",
+    int64: "i64",
+    float16: "f16",
+    bfloat16: "bf16",
+    float32: "f32",
+    float64: "f64",
+}
+FROM_MLIR = {v: k for k, v in MLIR_NAME.items()}
+
+_ALIASES = {
+    "bool": bool_,
+    "bool_": bool_,
+    "uint8": uint8,
+    "uint32": uint32,
+    "int32": int32,
+    "int64": int64,
+    "float16": float16,
+    "half": float16,
+    "bfloat16": bfloat16,
+    "float32": float32,
+    "float": float32,
+    "float64": float64,
+    "double": float64,
+    "int": default_int,
+}
+
+
+def canonicalize(dtype, *, arg_name: str = "dtype") -> np.dtype:
+    """Returns the np.dtype for a user-given dtype spec, or raises TypeError naming it."""
+    if dtype is None:
+        raise TypeError(f"{arg_name} must not be None")
+    if dtype is builtins.float:
+        return default_float
+    if dtype is builtins.int:
+        return default_int
+    if dtype is builtins.bool:
+        return bool_
+    if isinstance(dtype, str):
+        if dtype in _ALIASES:
+            return _ALIASES[dtype]
+        if dtype in FROM_MLIR:
+            return FROM_MLIR[dtype]
+    try:
+        d = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"{arg_name}: unknown dtype {dtype!r}") from e
+    if d not in SUPPORTED:
+        # Narrower signed ints and unsupported widths map to the nearest supported type only
+        # when that is lossless; anything else is refused by name.
+        raise TypeError(
+            f"{arg_name}: dtype {d} is not supported by Nova "
+            f"(supported: {', '.join(str(s) for s in SUPPORTED)})"
+        )
+    return d
+
+
+def is_float(d) -> bool:
+    return np.dtype(d) in FLOATS
+
+
+def is_int(d) -> bool:
+    return np.dtype(d) in INTS
+
+
+def is_bool(d) -> bool:
+    return np.dtype(d) == bool_
+
+
+def is_inexact(d) -> bool:
+    return is_float(d)
+
+
+# --- the promotion lattice (JAX's, restricted to Nova's dtypes) -------------------------------
+# Nodes are dtypes plus the two weak kinds of Python scalars: 'i*' (int) and 'f*' (float).
+# Each node lists its direct supertypes; the join of two types is the least common supertype.
+_WEAK_INT = "i*"
+_WEAK_FLOAT = "f*"
+_SUPERS = {
+    bool_: [_WEAK_INT],
+    _WEAK_INT: [uint8, int32],
+    uint8: [int32, uint32],
+    uint32: [int64],
+    int32: [int64],
+    int64: [_WEAK_FLOAT],
+    _WEAK_FLOAT: [float16, bfloat16],
+    float16: [float32],
+    bfloat16: [float32],
+    float32: [float64],
+    float64: [],
+}
+
+
+def _upper(node) -> set:
+    seen = {node}
+    stack = [node]
+    while stack:
+        for s in _SUPERS[stack.pop()]:
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return seen
+
+
+_UPPER = {n: _upper(n) for n in _SUPERS}
+
+
+def _join(a, b):
+    common = _UPPER[a] & _UPPER[b]
+    # The least element of the common upper set is the one whose own upper set contains it all.
+    for c in common:
+        if _UPPER[c] >= common:
+            return c
+    raise AssertionError(f"promotion lattice has no join of {a} and {b}")
+
+
+def _materialize(node):
+    if node == _WEAK_INT:
+        return default_int
+    if node == _WEAK_FLOAT:
+        return default_float
+    return node
+
+
+def python_scalar_kind(x):
+    """The weak lattice node of a Python scalar, or None if x is not one."""
+    if isinstance(x, builtins.bool):
+        return bool_
+    if isinstance(x, builtins.int):
+        return _WEAK_INT
+    if isinstance(x, builtins.float):
+        return _WEAK_FLOAT
+    return None
+
+
+def result_type(*args) -> np.dtype:
+    """The promoted dtype of arrays, dtypes and Python scalars (weakly typed), JAX's lattice.
+
+    Examples: int32 + 1.0 -> float32; float16 + 2 -> float16; uint8 + int32 -> int32;
+    float16 + bfloat16 -> float32; bool + bool -> bool.
+    """
+    node = None
+    for a in args:
+        k = python_scalar_kind(a)
+        if k is None:
+            d = getattr(a, "dtype", None)
+            k = canonicalize(d if d is not None else a)
+        node = k if node is None else _join(node, k)
+    if node is None:
+        raise TypeError("result_type() needs at least one argument")
+    return _materialize(node)
+
+
+def dtype_of_value(x) -> np.dtype:
+    """The dtype Nova gives a Python scalar, list or NumPy value when it becomes an array."""
+    k = python_scalar_kind(x)
+    if k is not None:
+        return _materialize(k)
+    if isinstance(x, np.ndarray | np.generic):
+        d = x.dtype
+        if d in SUPPORTED:
+            return d
+        if d.kind == "f":
+            return float32 if d.itemsize <= 4 else float64
+        if d.kind in "iu":
+            return int64 if d.itemsize == 8 else int32
+        return canonicalize(d, arg_name="value")
+    arr = np.asarray(x)
+    if arr.dtype.kind == "f":
+        return default_float
+    if arr.dtype.kind in "iu":
+        return default_int
+    return canonicalize(arr.dtype, arg_name="value")
+
+
+def finfo(d):
+    return ml_dtypes.finfo(np.dtype(d))
+
+
+def iinfo(d):
+    return np.iinfo(np.dtype(d))

@@ -1,0 +1,178 @@
+"""Pytrees: nested containers (dict, list, tuple, namedtuple, None, registered classes) of leaves."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+
+class _NodeType(NamedTuple):
+    flatten: Callable  # node -> (children, aux_data)
+    unflatten: Callable  # (aux_data, children) -> node
+
+
+_REGISTRY: dict[type, _NodeType] = {}
+
+
+def register_pytree_node(cls: type, flatten_func: Callable, unflatten_func: Callable) -> None:
+    """Registers `cls` as a pytree node.
+
+    flatten_func(node) -> (iterable of children, hashable aux_data);
+    unflatten_func(aux_data, children) -> node.
+    """
+    if cls in _REGISTRY:
+        raise ValueError(f"{cls.__name__} is already registered as a pytree node")
+    _REGISTRY[cls] = _NodeType(flatten_func, unflatten_func)
+
+
+def register_dataclass(cls=None, *, data_fields=None, meta_fields=None):
+    """Registers a dataclass: `data_fields` are children, `meta_fields` static aux data.
+
+    With no field lists, every field is data except those declared with
+    `field(metadata={"static": True})`. Usable as a decorator.
+    """
+
+    def wrap(c):
+        fields = dataclasses.fields(c)
+        data = data_fields
+        meta = meta_fields
+        if data is None:
+            data = [f.name for f in fields if not f.metadata.get("static", False)]
+            meta = [f.name for f in fields if f.metadata.get("static", False)]
+        meta = list(meta or [])
+        data = list(data)
+
+        def flatten(node):
+            return [getattr(node, n) for n in data], tuple(getattr(node, n) for n in meta)
+
+        def unflatten(aux, children):
+            obj = object.__new__(c)
+            for n, v in zip(data, children, strict=True):
+                object.__setattr__(obj, n, v)
+            for n, v in zip(meta, aux, strict=True):
+                object.__setattr__(obj, n, v)
+            return obj
+
+        register_pytree_node(c, flatten, unflatten)
+        return c
+
+    return wrap(cls) if cls is not None else wrap
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+class PyTreeDef:
+    """The structure of a pytree: node kind, aux data and child structures. Hashable."""
+
+    __slots__ = ("kind", "aux", "children", "num_leaves")
+
+    def __init__(self, kind, aux, children):
+        self.kind = kind  # "leaf", "none", or a type
+        self.aux = aux
+        self.children = tuple(children)
+        self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in self.children)
+
+    def _key(self):
+        return (self.kind, self.aux, self.children)
+
+    def __eq__(self, other):
+        return isinstance(other, PyTreeDef) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        if self.kind == "leaf":
+            return "*"
+        if self.kind == "none":
+            return "None"
+        inner = ", ".join(repr(c) for c in self.children)
+        if self.kind is dict:
+            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children, strict=True)) + "}"
+        if self.kind is list:
+            return f"[{inner}]"
+        if self.kind is tuple:
+            return f"({inner}{',' if len(self.children) == 1 else ''})"
+        return f"{getattr(self.kind, '__name__', self.kind)}({inner})"
+
+    def unflatten(self, leaves):
+        return tree_unflatten(self, leaves)
+
+
+def _flatten(x, leaves, is_leaf):
+    if is_leaf is not None and is_leaf(x):
+        leaves.append(x)
+        return PyTreeDef("leaf", None, ())
+    if x is None:
+        return PyTreeDef("none", None, ())
+    t = type(x)
+    if t in _REGISTRY:
+        children, aux = _REGISTRY[t].flatten(x)
+        return PyTreeDef(t, aux, [_flatten(c, leaves, is_leaf) for c in children])
+    if t is dict or isinstance(x, dict):
+        keys = sorted(x.keys(), key=lambda k: (str(type(k)), k))
+        return PyTreeDef(dict, tuple(keys), [_flatten(x[k], leaves, is_leaf) for k in keys])
+    if _is_namedtuple(x):
+        return PyTreeDef(t, None, [_flatten(c, leaves, is_leaf) for c in x])
+    if t is tuple or t is list:
+        return PyTreeDef(t, None, [_flatten(c, leaves, is_leaf) for c in x])
+    leaves.append(x)
+    return PyTreeDef("leaf", None, ())
+
+
+def tree_flatten(tree, is_leaf: Callable | None = None) -> tuple[list, PyTreeDef]:
+    """Returns (leaves in a deterministic order, treedef). dict keys are sorted."""
+    leaves: list = []
+    return leaves, _flatten(tree, leaves, is_leaf)
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
+    """Rebuilds a pytree of structure `treedef` from `leaves`."""
+    leaves = list(leaves)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(
+            f"tree_unflatten: the structure {treedef} has {treedef.num_leaves} leaves, "
+            f"got {len(leaves)}"
+        )
+    it = iter(leaves)
+    return _build(treedef, it)
+
+
+def _build(td: PyTreeDef, it):
+    if td.kind == "leaf":
+        return next(it)
+    if td.kind == "none":
+        return None
+    children = [_build(c, it) for c in td.children]
+    if td.kind is dict:
+        return dict(zip(td.aux, children, strict=True))
+    if td.kind is list:
+        return children
+    if td.kind is tuple:
+        return tuple(children)
+    if td.kind in _REGISTRY:
+        return _REGISTRY[td.kind].unflatten(td.aux, children)
+    return td.kind(*children)  # namedtuple
+
+
+def tree_leaves(tree, is_leaf=None) -> list:
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None) -> PyTreeDef:
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(f: Callable, tree, *rest, is_leaf=None):
+    """Applies f to corresponding leaves of `tree` and `rest` (which must share its structure)."""
+    leaves, td = tree_flatten(tree, is_leaf)
+    others = []
+    for r in rest:
+        rl, rtd = tree_flatten(r, is_leaf)
+        if rtd != td:
+            raise ValueError(f"tree_map: structures differ: {td} and {rtd}")
+        others.append(rl)
+    return tree_unflatten(td, [f(*xs) for xs in zip(leaves, *others, strict=True)])

@@ -1,0 +1,31 @@
+"""Finds the user's source line: the innermost frame outside the nova package."""
+
+import os
+import sys
+
+_NOVA_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_frame_line() -> str | None:
+    """'file.py:LINE' of the innermost caller outside nova/, or None."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_NOVA_DIR) and not fn.startswith("<frozen"):
+            return f"{fn}:{f.f_lineno}"
+        f = f.f_back
+    return None
+
+
+def short(src: str | None) -> str:
+    """A shorter form of a source line for messages (path relative to the working directory)."""
+    if not src:
+        return "<unknown>"
+    path, _, line = src.rpartition(":")
+    try:
+        rel = os.path.relpath(path)
+        if not rel.startswith(".."):
+            path = rel
+    except ValueError:
+        pass
+    return f"{path}:{line}"

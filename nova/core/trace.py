@@ -1,0 +1,279 @@
+"""Tracing: one current Trace records every primitive application into a Program.
+
+Following autodidax's small design without interpreter levels: there is at most one current trace.
+`jit` starts an abstract trace (values unknown); `grad`/`vjp`/`jvp` outside `jit` start a concrete
+trace (each equation is also evaluated as it is recorded, so Python control flow on values works).
+Transforms called inside an active trace record into that same trace, which is how `grad` appends
+the backward to the forward's Program and how grad-of-grad and jit-of-grad compose.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from nova.core import dtypes
+from nova.core.array import Array
+from nova.core.errors import (
+    ConcretizationTypeError,
+    ShapeError,
+    TracerBoolConversionError,
+    UnexpectedTracerError,
+)
+from nova.core.ir import Eqn, Program, TensorType, Var
+from nova.core.primitive import Primitive, lookup
+from nova.core.source_info import short, user_frame_line
+
+
+class Tracer(Array):
+    """An Array standing for a value of the current trace (`var`), with its value when known."""
+
+    __slots__ = ("_trace", "_var", "_val", "_source", "_args")
+
+    def __init__(self, trace: Trace, var: Var, val, source: str | None, args: frozenset):
+        self._trace = trace
+        self._var = var
+        self._val = val
+        self._source = source
+        self._args = args
+        self._deleted = False
+
+    @property
+    def aval(self) -> TensorType:
+        return self._var.type
+
+    @property
+    def _value(self):
+        return self._concretize("np.asarray()")
+
+    def _concretize(self, what: str) -> np.ndarray:
+        if self._val is not None:
+            return self._val
+        raise ConcretizationTypeError(
+            f"{what} needs a concrete value, but this is a traced {self.aval} inside `jit`"
+            f"{self._arg_text()}. Mark the argument static with `static_argnums`/"
+            f"`static_argnames`, or use nova.numpy.where / array operations instead."
+            f" (value created at {short(self._source)})"
+        )
+
+    def _arg_text(self) -> str:
+        if not self._args:
+            return ""
+        return " derived from argument " + ", ".join(f"'{a}'" for a in sorted(self._args))
+
+    def _concrete(self, what: str) -> np.ndarray:
+        return self._concretize(what)
+
+    def __bool__(self):
+        if self._val is None:
+            raise TracerBoolConversionError(
+                f"`if x:`/bool(x) on a traced {self.aval} inside `jit`{self._arg_text()}: "
+                f"its value is not known while tracing. Use `static_argnums`/`static_argnames` "
+                f"for arguments that steer Python control flow, or nova.numpy.where. "
+                f"(value created at {short(self._source)})"
+            )
+        return bool(self._val)
+
+    def __int__(self):
+        return int(self._concretize("int()"))
+
+    def __float__(self):
+        return float(self._concretize("float()"))
+
+    def __index__(self):
+        if not dtypes.is_int(self.dtype):
+            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype}")
+        return int(self._concretize("an index"))
+
+    def item(self):
+        return self._concretize("item()").item()
+
+    def tolist(self):
+        return self._concretize("tolist()").tolist()
+
+    def __repr__(self):
+        kind = "concrete" if self._val is not None else "abstract"
+        return f"Tracer<{self.aval}, {kind}>"
+
+    __str__ = __repr__
+
+
+class Trace:
+    """Records equations. `concrete=True` also evaluates each equation as it is recorded."""
+
+    def __init__(self, concrete: bool):
+        self.concrete = concrete
+        self.inputs: list[Var] = []
+        self.input_names: list[str] = []
+        self.eqns: list[Eqn] = []
+        self.tracers: dict[int, Tracer] = {}  # id(var) -> the tracer standing for it
+        self.active = True
+        self._const_cache: dict[int, Tracer] = {}
+
+    # --- values entering the trace ----------------------------------------------------------
+    def new_input(self, type_: TensorType, value=None, name: str | None = None) -> Tracer:
+        v = Var(type_, hint=name)
+        self.inputs.append(v)
+        self.input_names.append(name or f"arg{len(self.inputs) - 1}")
+        args = frozenset([name]) if name else frozenset()
+        return self._make(v, value, user_frame_line(), args)
+
+    def _make(self, var: Var, val, source, args) -> Tracer:
+        t = Tracer(self, var, val, source, args)
+        self.tracers[id(var)] = t
+        return t
+
+    def tracer_of(self, var: Var) -> Tracer:
+        return self.tracers[id(var)]
+
+    def lift(self, x) -> Tracer:
+        """Brings x into this trace: tracers of it pass through, arrays become constants."""
+        if isinstance(x, Tracer):
+            if x._trace is self:
+                return x
+            raise UnexpectedTracerError(
+                f"a traced {x.aval} created at {short(x._source)} escaped the "
+                f"{'jit' if not x._trace.concrete else 'grad'} trace that made it and was used "
+                "afterwards. Return it from the transformed function instead of storing it "
+                "(e.g. in a global or a closure)."
+            )
+        if isinstance(x, Array):
+            key = id(x)
+            hit = self._const_cache.get(key)
+            if hit is not None and hit._val is not None and hit._val is x._value:
+                return hit
+            t = self.constant(x._concrete("a constant of a trace"))
+            self._const_cache[key] = t
+            return t
+        return self.constant(np.asarray(x, dtype=dtypes.dtype_of_value(x)))
+
+    def constant(self, value: np.ndarray) -> Tracer:
+        (out,) = self.add_eqn(lookup("constant"), [], {"value": value}, user_frame_line())
+        return out
+
+    # --- recording --------------------------------------------------------------------------
+    def add_eqn(self, prim: Primitive, ins: list, params: dict, source: str | None) -> list:
+        in_types = [t.aval for t in ins]
+        out_types = _check_shape_rule(prim, in_types, params, source)
+        outs = [Var(t) for t in out_types]
+        vals = [None] * len(outs)
+        if self.concrete:
+            vals = evaluate(prim, [t._val for t in ins], params, out_types)
+        args = frozenset().union(*(t._args for t in ins)) if ins else frozenset()
+        self.eqns.append(Eqn(prim, [t._var for t in ins], params, outs, source))
+        return [self._make(v, val, source, args) for v, val in zip(outs, vals, strict=True)]
+
+    def to_program(self, outputs: list) -> Program:
+        outs = [self.lift(o)._var for o in outputs]
+        return Program(list(self.inputs), list(self.eqns), outs, list(self.input_names))
+
+
+def _check_shape_rule(prim, in_types, params, source) -> list:
+    try:
+        out = prim.shape_rule(*in_types, **params)
+    except ShapeError as e:
+        raise ShapeError(f"{e} (in nova.{prim.name}, at {short(source)})") from None
+    except TypeError as e:
+        raise TypeError(f"{e} (in nova.{prim.name}, at {short(source)})") from None
+    except ValueError as e:
+        raise ValueError(f"{e} (in nova.{prim.name}, at {short(source)})") from None
+    return list(out) if prim.multiple_results else [out]
+
+
+# --- evaluation of one equation on concrete values -----------------------------------------------
+
+
+def _reference_eval(prim: Primitive, values: list, params: dict, out_types: list) -> list:
+    out = prim.impl(*values, **params)
+    outs = list(out) if prim.multiple_results else [out]
+    result = []
+    for o, t in zip(outs, out_types, strict=True):
+        o = np.asarray(o)
+        if o.dtype != t.dtype:
+            o = o.astype(t.dtype)
+        if o.shape != t.shape:
+            raise AssertionError(
+                f"nova.{prim.name}: reference implementation returned shape {o.shape}, "
+                f"shape rule says {t.shape}"
+            )
+        result.append(o)
+    return result
+
+
+# The executor of single equations on concrete values. The reference interpreter until a backend
+# registers itself (the compiler does, so eager ops run through the same kernel cache).
+_eager_executor: Callable = _reference_eval
+
+
+def set_eager_executor(fn: Callable | None) -> None:
+    global _eager_executor
+    _eager_executor = fn or _reference_eval
+
+
+def evaluate(prim, values, params, out_types) -> list:
+    return _eager_executor(prim, values, params, out_types)
+
+
+# --- the current trace ---------------------------------------------------------------------------
+
+_state = threading.local()
+
+
+def current_trace() -> Trace | None:
+    return getattr(_state, "trace", None)
+
+
+class trace_context:
+    """`with trace_context(t):` makes t the current trace; the previous one is restored after."""
+
+    def __init__(self, trace: Trace | None):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = current_trace()
+        _state.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc):
+        _state.trace = self.prev
+        return False
+
+
+def bind(prim: Primitive, *args, **params):
+    """Applies a primitive: records it in the current trace, or evaluates it eagerly."""
+    params = prim.canonical_params(params)
+    trace = current_trace()
+    source = user_frame_line()
+    if trace is None:
+        # Eager: any tracer here has escaped its trace (_host_value raises).
+        vals = [_host_value(a) for a in args]
+        out_types = _check_shape_rule(
+            prim, [TensorType(v.shape, v.dtype) for v in vals], params, source
+        )
+        outs = [Array(o) for o in evaluate(prim, vals, params, out_types)]
+    else:
+        ins = [trace.lift(a) for a in args]
+        outs = trace.add_eqn(prim, ins, params, source)
+    return outs if prim.multiple_results else outs[0]
+
+
+def _raise_escaped(t: Tracer):
+    raise UnexpectedTracerError(
+        f"a traced {t.aval} created at {short(t._source)} escaped the trace that made it and "
+        "was used afterwards. Return it from the transformed function instead of storing it."
+    )
+
+
+def _host_value(a) -> np.ndarray:
+    if isinstance(a, Tracer):
+        _raise_escaped(a)
+    if isinstance(a, Array):
+        return a._concrete("an operand")
+    return np.asarray(a, dtype=dtypes.dtype_of_value(a))
+
+
+def end_trace(trace: Trace) -> None:
+    """Marks a trace finished: its tracers may no longer be used in new operations."""
+    trace.active = False

@@ -1,0 +1,342 @@
+"""Reverse and forward mode over the Program: `vjp`, `grad`, `value_and_grad`, `jvp`.
+
+Reverse mode walks the recorded equations backward, calling each primitive's VJP rule; the rules
+bind Nova primitives, so the backward is appended to the same Program as the forward (DESIGN.md
+"grad"). Under `jit` this yields one program holding forward and backward together; outside `jit`
+the trace is concrete (values are computed as equations are recorded), so Python control flow on
+values works, as in JAX. Transforms nest by recording into the one current trace, so grad-of-grad
+differentiates the backward equations of the inner grad like any others.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from nova.core import dtypes
+from nova.core.array import Array
+from nova.core.ir import TensorType, Var
+from nova.core.pytree import tree_flatten, tree_unflatten
+from nova.core.trace import Trace, Tracer, current_trace, trace_context
+from nova.ops import lax
+
+
+class _Scope:
+    """Where a transform records: the current trace, or a new concrete one if none is active."""
+
+    def __init__(self):
+        outer = current_trace()
+        self.new = outer is None
+        self.trace = Trace(concrete=True) if self.new else outer
+
+    def enter_inputs(self, flat: list, names: list[str]) -> list[Tracer]:
+        """Fresh values standing for the differentiated arguments of this transform."""
+        out = []
+        with trace_context(self.trace):
+            for x, name in zip(flat, names, strict=True):
+                if self.new:
+                    v = _as_value(x, name)
+                    out.append(self.trace.new_input(TensorType(v.shape, v.dtype), v, name))
+                else:
+                    # A copy gives this transform its own variable, so an outer transform's use
+                    # of the same value is not confused with this one's (perturbation confusion).
+                    out.append(lax.copy(self.trace.lift(_as_array_like(x, name))))
+        return out
+
+    def export(self, tree):
+        """Results leave the transform: concrete arrays if the trace is ours, tracers otherwise."""
+        if not self.new:
+            return tree
+        leaves, td = tree_flatten(tree)
+        return tree_unflatten(td, [_to_array(x) for x in leaves])
+
+
+def _as_value(x, name) -> np.ndarray:
+    if isinstance(x, Tracer):
+        return x._concretize(f"argument {name}")
+    if isinstance(x, Array):
+        return x._concrete(f"argument {name}")
+    if isinstance(x, np.ndarray | np.generic | int | float | bool | list):
+        return np.asarray(x, dtype=dtypes.dtype_of_value(x))
+    raise TypeError(f"argument {name}: expected an array or a Python scalar, got {type(x).__name__}")
+
+
+def _as_array_like(x, name):
+    if isinstance(x, Array):
+        return x
+    return Array(_as_value(x, name))
+
+
+def _to_array(x):
+    if isinstance(x, Tracer):
+        return Array(x._concretize("a result"))
+    return x
+
+
+def _zeros_like(t):
+    return lax.full(t.shape, 0, t.dtype)
+
+
+def _accumulate(env: dict, var: Var, ct):
+    prev = env.get(id(var))
+    env[id(var)] = ct if prev is None else lax.add(prev, ct)
+
+
+def backward_pass(trace: Trace, start: int, end: int, wrt: list[Var], outs: list[Var], out_cts):
+    """Appends to `trace` the cotangents of `wrt` given cotangents `out_cts` of `outs`.
+
+    Only equations in trace.eqns[start:end] that depend on `wrt` are differentiated. Returns a list
+    (one entry per wrt var) of tracers, or None where the cotangent is zero.
+    """
+    active = {id(v) for v in wrt}
+    relevant = []
+    for e in trace.eqns[start:end]:
+        if e.prim.differentiable and any(id(v) in active for v in e.inputs):
+            relevant.append(e)
+            active.update(id(o) for o in e.outputs if dtypes.is_float(o.type.dtype))
+    env: dict[int, object] = {}
+    with trace_context(trace):
+        for o, ct in zip(outs, out_cts, strict=True):
+            if ct is not None and id(o) in active:
+                _accumulate(env, o, trace.lift(ct))
+        for e in reversed(relevant):
+            cts = [env.pop(id(v), None) for v in e.outputs]
+            if all(c is None for c in cts):
+                continue
+            out_tr = [trace.tracer_of(v) for v in e.outputs]
+            if e.prim.multiple_results:
+                ct = tuple(c if c is not None else _zeros_like(t) for c, t in zip(cts, out_tr, strict=True))
+                out = tuple(out_tr)
+            else:
+                ct, out = cts[0], out_tr[0]
+            primals = [trace.tracer_of(v) for v in e.inputs]
+            cts_in = e.prim.vjp(ct, *primals, out=out, **e.params)
+            for v, c in zip(e.inputs, cts_in, strict=True):
+                if c is not None and id(v) in active:
+                    _accumulate(env, v, c)
+    return [env.get(id(w)) for w in wrt]
+
+
+def _jvp_via_vjp(trace: Trace, e, primals, tangents):
+    """J·t from a linear VJP rule: d/du <vjp(u), t>, for primitives without a JVP rule."""
+    out_tr = [trace.tracer_of(v) for v in e.outputs]
+    us = [lax.copy(_zeros_like(o)) for o in out_tr]
+    start = len(trace.eqns)
+    ct = tuple(us) if e.prim.multiple_results else us[0]
+    out = tuple(out_tr) if e.prim.multiple_results else out_tr[0]
+    cts_in = e.prim.vjp(ct, *primals, out=out, **e.params)
+    s = None
+    for c, t in zip(cts_in, tangents, strict=True):
+        if c is None or not dtypes.is_float(c.dtype):
+            continue
+        term = lax.reduce_sum(lax.mul(c, t), tuple(range(c.ndim)))
+        s = term if s is None else lax.add(s, term)
+    if s is None:
+        res = [_zeros_like(o) for o in out_tr]
+    else:
+        one = lax.full((), 1, s.dtype)
+        got = backward_pass(trace, start, len(trace.eqns), [u._var for u in us], [s._var], [one])
+        res = [g if g is not None else _zeros_like(o) for g, o in zip(got, out_tr, strict=True)]
+    return tuple(res) if e.prim.multiple_results else res[0]
+
+
+def forward_pass(trace: Trace, start: int, end: int, wrt: list[Var], tangents: list) -> dict:
+    """Appends tangent equations for trace.eqns[start:end]; returns {id(var): tangent tracer}."""
+    tan: dict[int, object] = {id(w): t for w, t in zip(wrt, tangents, strict=True)}
+    with trace_context(trace):
+        for e in trace.eqns[start:end]:
+            if not e.prim.differentiable or not any(id(v) in tan for v in e.inputs):
+                continue
+            primals = [trace.tracer_of(v) for v in e.inputs]
+            ts = [tan.get(id(v)) if id(v) in tan else _zeros_like(p) for v, p in zip(e.inputs, primals, strict=True)]
+            out_tr = [trace.tracer_of(v) for v in e.outputs]
+            if e.prim.jvp is not None:
+                out = tuple(out_tr) if e.prim.multiple_results else out_tr[0]
+                t_out = e.prim.jvp(ts, *primals, out=out, **e.params)
+            else:
+                t_out = _jvp_via_vjp(trace, e, primals, ts)
+            t_out = list(t_out) if e.prim.multiple_results else [t_out]
+            for v, t in zip(e.outputs, t_out, strict=True):
+                if dtypes.is_float(v.type.dtype):
+                    tan[id(v)] = t
+    return tan
+
+
+# --- public transforms ---------------------------------------------------------------------------
+
+
+def _arg_names(f, n) -> list[str]:
+    try:
+        params = list(inspect.signature(f).parameters)
+    except (TypeError, ValueError):
+        params = []
+    return [params[i] if i < len(params) else f"arg{i}" for i in range(n)]
+
+
+def _leaf_names(tree, name) -> list[str]:
+    leaves, _ = tree_flatten(tree)
+    return [name if len(leaves) == 1 else f"{name}[{i}]" for i in range(len(leaves))]
+
+
+def _check_float_inputs(leaves, names, what):
+    for x, n in zip(leaves, names, strict=True):
+        d = getattr(x, "dtype", None)
+        d = np.dtype(d) if d is not None else dtypes.dtype_of_value(x)
+        if not dtypes.is_float(d):
+            raise TypeError(
+                f"{what} requires floating-point inputs, but argument '{n}' has dtype {d}. "
+                "Integer and bool inputs have no gradient: convert with .astype(float32) or "
+                "leave them out of argnums."
+            )
+
+
+def vjp(f: Callable, *primals, has_aux: bool = False):
+    """Returns `(f(*primals), vjp_fn)` (and `aux` if has_aux), where vjp_fn(ct) -> cotangents.
+
+    primals: pytrees of float arrays. vjp_fn takes a cotangent with the structure, shapes and dtypes
+    of f's output and returns a tuple with one cotangent pytree per primal.
+    Raises TypeError for integer/bool primals.
+    """
+    names = _arg_names(f, len(primals))
+    flat, in_tree = tree_flatten(list(primals))
+    leaf_names = [n for p, nm in zip(primals, names, strict=True) for n in _leaf_names(p, nm)]
+    _check_float_inputs(flat, leaf_names, "vjp")
+    scope = _Scope()
+    xs = scope.enter_inputs(flat, leaf_names)
+    start = len(scope.trace.eqns)
+    with trace_context(scope.trace):
+        res = f(*tree_unflatten(in_tree, xs))
+        out, aux = res if has_aux else (res, None)
+        out_leaves, out_tree = tree_flatten(out)
+        out_tr = [scope.trace.lift(o) for o in out_leaves]
+    end = len(scope.trace.eqns)
+
+    def vjp_fn(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise ValueError(f"vjp_fn: cotangent structure {ct_tree} differs from output's {out_tree}")
+        for c, o in zip(ct_leaves, out_tr, strict=True):
+            if tuple(np.shape(c)) != o.shape:
+                raise ValueError(f"vjp_fn: cotangent shape {np.shape(c)} differs from output shape {o.shape}")
+        with trace_context(scope.trace):
+            cts = [lax.convert_element_type(scope.trace.lift(c), o.dtype) for c, o in zip(ct_leaves, out_tr, strict=True)]
+            got = backward_pass(scope.trace, start, end, [x._var for x in xs], [o._var for o in out_tr], cts)
+            got = [g if g is not None else _zeros_like(x) for g, x in zip(got, xs, strict=True)]
+        return tuple(scope.export(tree_unflatten(in_tree, got)))
+
+    result = scope.export(tree_unflatten(out_tree, out_tr))
+    if has_aux:
+        return result, vjp_fn, scope.export(aux)
+    return result, vjp_fn
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """Returns a function computing `(f(*args), grad)` from one program (forward and backward).
+
+    f must return a scalar float (or `(scalar, aux)` with has_aux=True, giving
+    `((value, aux), grad)`). `grad` has the structure of args[argnums] (a tuple of them when
+    argnums is a sequence). Raises TypeError for a non-scalar or non-float output and for
+    integer/bool differentiated arguments.
+    """
+    multi = not isinstance(argnums, int)
+    nums = tuple(argnums) if multi else (argnums,)
+
+    def vg(*args, **kwargs):
+        for i in nums:
+            if not -len(args) <= i < len(args):
+                raise ValueError(
+                    f"argnums {argnums} refers to argument {i}, but only {len(args)} positional "
+                    "arguments were given"
+                )
+        names = _arg_names(f, len(args))
+        diff = [args[i] for i in nums]
+        flat, in_tree = tree_flatten(diff)
+        leaf_names = [n for i in nums for n in _leaf_names(args[i], names[i])]
+        _check_float_inputs(flat, leaf_names, "grad")
+        scope = _Scope()
+        xs = scope.enter_inputs(flat, leaf_names)
+        start = len(scope.trace.eqns)
+        with trace_context(scope.trace):
+            new_args = list(args)
+            for i, sub in zip(nums, tree_unflatten(in_tree, xs), strict=True):
+                new_args[i] = sub
+            res = f(*new_args, **kwargs)
+            out, aux = res if has_aux else (res, None)
+            if has_aux and not (isinstance(res, tuple) and len(res) == 2):
+                raise TypeError("has_aux=True requires f to return a pair (output, aux)")
+            o = scope.trace.lift(out)
+            if o.shape != ():
+                raise TypeError(
+                    f"grad requires a scalar output, but {getattr(f, '__name__', 'f')} returned "
+                    f"shape {o.shape}; use vjp or jacobian-style code for non-scalar outputs"
+                )
+            if not dtypes.is_float(o.dtype):
+                raise TypeError(f"grad requires a float output, got dtype {o.dtype}")
+            end = len(scope.trace.eqns)
+            one = lax.full((), 1, o.dtype)
+            got = backward_pass(scope.trace, start, end, [x._var for x in xs], [o._var], [one])
+            got = [g if g is not None else _zeros_like(x) for g, x in zip(got, xs, strict=True)]
+        grads = tree_unflatten(in_tree, got)
+        g = tuple(grads) if multi else grads[0]
+        value = (o, aux) if has_aux else o
+        return scope.export(value), scope.export(g)
+
+    vg.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
+    vg.__wrapped__ = f
+    return vg
+
+
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The gradient of a scalar function: `grad(f)(*args)` has the structure of args[argnums].
+
+    With has_aux=True returns `(grad, aux)`. Errors as for value_and_grad.
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    def g(*args, **kwargs):
+        value, gr = vg(*args, **kwargs)
+        return (gr, value[1]) if has_aux else gr
+
+    g.__name__ = f"grad({getattr(f, '__name__', 'f')})"
+    g.__wrapped__ = f
+    return g
+
+
+def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False):
+    """Forward mode: returns `(f(*primals), J·tangents)`.
+
+    primals and tangents are sequences (tuples/lists) of pytrees with equal structures, shapes and
+    dtypes. Raises TypeError/ValueError when they differ.
+    """
+    if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
+        raise TypeError("jvp: primals and tangents must be tuples or lists")
+    flat, in_tree = tree_flatten(list(primals))
+    tflat, t_tree = tree_flatten(list(tangents))
+    if in_tree != t_tree:
+        raise ValueError(f"jvp: primal structure {in_tree} differs from tangent structure {t_tree}")
+    names = _arg_names(f, len(primals))
+    leaf_names = [n for p, nm in zip(primals, names, strict=True) for n in _leaf_names(p, nm)]
+    _check_float_inputs(flat, leaf_names, "jvp")
+    for p, t, n in zip(flat, tflat, leaf_names, strict=True):
+        if tuple(np.shape(p)) != tuple(np.shape(t)):
+            raise ValueError(f"jvp: tangent for '{n}' has shape {np.shape(t)}, primal {np.shape(p)}")
+    scope = _Scope()
+    xs = scope.enter_inputs(flat, leaf_names)
+    start = len(scope.trace.eqns)
+    with trace_context(scope.trace):
+        res = f(*tree_unflatten(in_tree, xs))
+        out, aux = res if has_aux else (res, None)
+        out_leaves, out_tree = tree_flatten(out)
+        out_tr = [scope.trace.lift(o) for o in out_leaves]
+        end = len(scope.trace.eqns)
+        ts = [lax.convert_element_type(scope.trace.lift(_as_array_like(t, n)), x.dtype)
+              for t, x, n in zip(tflat, xs, leaf_names, strict=True)]
+        tan = forward_pass(scope.trace, start, end, [x._var for x in xs], ts)
+        t_out = [tan.get(id(o._var)) if id(o._var) in tan else _zeros_like(o) for o in out_tr]
+    primal_out = scope.export(tree_unflatten(out_tree, out_tr))
+    tangent_out = scope.export(tree_unflatten(out_tree, t_out))
+    if has_aux:
+        return primal_out, tangent_out, scope.export(aux)
+    return primal_out, tangent_out

@@ -1,0 +1,398 @@
+"""`jit`: trace once per signature into a Program, compile it, and replay the cached Executable.
+
+Stages, as in JAX: `jit(f).trace(*args)` -> Traced -> `.lower()` -> Lowered -> `.compile()` ->
+Compiled, each with `as_text()`. The cache key is the full signature: pytree structure, shapes and
+dtypes of the dynamic leaves, the values of static arguments and the config flags that change
+code. A mismatch retraces (never replays a stale program); `cache_info()` counts hits and misses
+and records the reason of each miss.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nova.config import config
+from nova.core import dtypes
+from nova.core.array import Array
+from nova.core.interpreter import run_program
+from nova.core.ir import Program, TensorType
+from nova.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from nova.core.trace import Trace, Tracer, current_trace, end_trace, trace_context
+
+
+@dataclass(frozen=True)
+class ShapeDtypeStruct:
+    """Shape and dtype of an argument, for `jit(f).trace/lower` without real data."""
+
+    shape: tuple
+    dtype: np.dtype
+
+    def __init__(self, shape, dtype):
+        object.__setattr__(self, "shape", tuple(int(d) for d in shape))
+        object.__setattr__(self, "dtype", dtypes.canonicalize(dtype))
+
+
+def _aval_of(x, name) -> TensorType:
+    if isinstance(x, Array | ShapeDtypeStruct):
+        return TensorType(x.shape, x.dtype)
+    if isinstance(x, np.ndarray | np.generic | int | float | bool):
+        return TensorType(np.shape(x), dtypes.dtype_of_value(x))
+    raise TypeError(
+        f"jit: argument '{name}' of type {type(x).__name__} is not an array, a Python scalar or a "
+        "pytree of them; mark it static with static_argnums/static_argnames"
+    )
+
+
+def _value_of(x, aval) -> np.ndarray:
+    if isinstance(x, Array):
+        return x._concrete("a jitted call's argument")
+    return np.asarray(x, dtype=aval.dtype)
+
+
+@dataclass(frozen=True)
+class _Signature:
+    tree: PyTreeDef
+    avals: tuple
+    leaf_names: tuple
+    statics: tuple  # ((name, value), ...)
+    flags: tuple
+
+    def key(self):
+        return (self.tree, self.avals, self.statics, self.flags)
+
+
+@dataclass
+class CacheInfo:
+    hits: int = 0
+    misses: int = 0
+    miss_reasons: list = field(default_factory=list)
+    size: int = 0
+
+
+def _describe_change(old: _Signature, new: _Signature) -> str:
+    if old.flags != new.flags:
+        return f"config flags changed: {dict(old.flags)} -> {dict(new.flags)}"
+    if old.statics != new.statics:
+        for (n, a), (_, b) in zip(old.statics, new.statics, strict=False):
+            if a != b:
+                return f"static argument '{n}' changed: {a!r} -> {b!r}"
+        return "static arguments changed"
+    if old.tree != new.tree:
+        return f"argument pytree structure changed: {old.tree} -> {new.tree}"
+    for n, a, b in zip(new.leaf_names, old.avals, new.avals, strict=True):
+        if a != b:
+            return f"argument '{n}' changed: {a} -> {b}"
+    return "unknown change"
+
+
+class Executable:
+    """Runs a Program on host values. The reference interpreter until a backend replaces it."""
+
+    def __init__(self, program: Program):
+        self.program = program
+
+    def __call__(self, values: list) -> list:
+        return run_program(self.program, values)
+
+
+# The function turning a (pass-optimized) Program into an Executable; the compiler installs its own.
+_backend_compile: Callable[[Program], Executable] = Executable
+
+
+def set_backend_compile(fn: Callable | None) -> None:
+    global _backend_compile
+    _backend_compile = fn or Executable
+
+
+def _peak_bytes(program: Program) -> tuple[int, int]:
+    """(peak live bytes over the equation order, bytes of intermediates), by a liveness scan."""
+    last_use = {}
+    for k, e in enumerate(program.eqns):
+        for v in e.inputs:
+            last_use[id(v)] = k
+    for v in program.outputs:
+        last_use[id(v)] = len(program.eqns)
+    live = sum(v.type.nbytes for v in program.inputs)
+    peak, temps = live, 0
+    for k, e in enumerate(program.eqns):
+        for v in e.outputs:
+            live += v.type.nbytes
+            temps += v.type.nbytes
+        peak = max(peak, live)
+        for v in {id(v): v for v in e.inputs}.values():
+            if last_use.get(id(v)) == k and v not in program.inputs:
+                live -= v.type.nbytes
+    return peak, temps
+
+
+class Compiled:
+    """A compiled program for one signature: call it, read its text, costs and memory."""
+
+    def __init__(self, program: Program, out_tree: PyTreeDef, sig: _Signature, fn):
+        self.program = program
+        self.out_tree = out_tree
+        self._sig = sig
+        self._fn = fn
+        self._exe = _backend_compile(program)
+
+    def as_text(self) -> str:
+        text = getattr(self._exe, "as_text", None)
+        return text() if callable(text) else self.program.as_text()
+
+    def cost_analysis(self) -> dict:
+        """Total flops and bytes, and a per-equation list, from the primitives' cost rules."""
+        per = []
+        for e in self.program.eqns:
+            c = e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs], **e.params)
+            per.append({"op": e.prim.name, "flops": c.flops, "bytes": c.bytes})
+        custom = getattr(self._exe, "cost_analysis", None)
+        if callable(custom):
+            return custom()
+        return {
+            "flops": sum(p["flops"] for p in per),
+            "bytes accessed": sum(p["bytes"] for p in per),
+            "per_op": per,
+        }
+
+    def memory_analysis(self) -> dict:
+        """Bytes of arguments, outputs, intermediates and the peak live bytes (in bytes)."""
+        custom = getattr(self._exe, "memory_analysis", None)
+        if callable(custom):
+            return custom()
+        peak, temps = _peak_bytes(self.program)
+        return {
+            "argument_bytes": sum(v.type.nbytes for v in self.program.inputs),
+            "output_bytes": sum(v.type.nbytes for v in self.program.outputs),
+            "temp_bytes": temps,
+            "peak_bytes": peak,
+        }
+
+    def _call_flat(self, values: list) -> list:
+        return self._exe(values)
+
+    def __call__(self, *args, **kwargs):
+        leaves, sig = self._fn._flatten_args(args, kwargs)
+        if sig.key() != self._sig.key():
+            raise TypeError(
+                "Compiled function called with a different signature: "
+                + _describe_change(self._sig, sig)
+            )
+        vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
+        outs = [Array(o) for o in self._call_flat(vals)]
+        return tree_unflatten(self.out_tree, outs)
+
+
+class Lowered:
+    """The Program after the compiler's passes, for one signature and target."""
+
+    def __init__(self, traced: Traced, target: str | None):
+        self._traced = traced
+        self.target = target
+        self.program = traced.program
+
+    def as_text(self) -> str:
+        return self.program.as_text()
+
+    def compile(self) -> Compiled:
+        t = self._traced
+        return Compiled(self.program, t.out_tree, t._sig, t._fn)
+
+
+class Traced:
+    """The traced Program of a jitted function for one signature."""
+
+    def __init__(self, program: Program, out_tree: PyTreeDef, sig: _Signature, fn: JitFunction):
+        self.program = program
+        self.out_tree = out_tree
+        self._sig = sig
+        self._fn = fn
+
+    def as_text(self) -> str:
+        return self.program.as_text()
+
+    def lower(self, target: str | None = None) -> Lowered:
+        return Lowered(self, target)
+
+
+class JitFunction:
+    """The result of `nova.jit(f)`; see `jit`."""
+
+    def __init__(self, f, static_argnums, static_argnames, donate_argnums):
+        self._f = f
+        try:
+            self._params = list(inspect.signature(f).parameters.values())
+        except (TypeError, ValueError):
+            self._params = []
+        names = [p.name for p in self._params]
+        sa = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums or ())
+        sn = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
+        # Static arguments can be named either way; each form implies the other (as in JAX).
+        self._static_nums = set(sa) | {names.index(n) for n in sn if n in names}
+        self._static_names = set(sn) | {names[i] for i in sa if 0 <= i < len(names)}
+        self._donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
+        self._cache: dict = {}
+        self._last_sig: _Signature | None = None
+        self._info = CacheInfo()
+        functools.update_wrapper(self, f)
+
+    # --- signature ------------------------------------------------------------------------------
+    def _arg_name(self, i):
+        if i < len(self._params) and self._params[i].kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
+            return self._params[i].name
+        return f"arg{i}"
+
+    def _flatten_args(self, args, kwargs):
+        statics, dyn_args, dyn_kwargs = [], [], {}
+        for i, a in enumerate(args):
+            if i in self._static_nums:
+                statics.append((self._arg_name(i), _hashable(a, self._arg_name(i))))
+                dyn_args.append(None)
+            else:
+                dyn_args.append(a)
+        for k in sorted(kwargs):
+            if k in self._static_names:
+                statics.append((k, _hashable(kwargs[k], k)))
+            else:
+                dyn_kwargs[k] = kwargs[k]
+        leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
+        names = []
+        for i, a in enumerate(dyn_args):
+            n = len(tree_flatten(a)[0])
+            names += [self._arg_name(i) if n == 1 else f"{self._arg_name(i)}[{j}]" for j in range(n)]
+        for k in sorted(dyn_kwargs):
+            n = len(tree_flatten(dyn_kwargs[k])[0])
+            names += [k if n == 1 else f"{k}[{j}]" for j in range(n)]
+        avals = tuple(_aval_of(x, n) for x, n in zip(leaves, names, strict=True))
+        sig = _Signature(tree, avals, tuple(names), tuple(statics), config.code_key())
+        return leaves, sig
+
+    def _rebuild(self, sig: _Signature, leaves, args, kwargs):
+        dyn_args, dyn_kwargs = tree_unflatten(sig.tree, leaves)
+        full_args = [args[i] if i in self._static_nums else dyn_args[i] for i in range(len(args))]
+        full_kwargs = {k: (kwargs[k] if k in self._static_names else dyn_kwargs[k]) for k in kwargs}
+        return full_args, full_kwargs
+
+    # --- stages ---------------------------------------------------------------------------------
+    def _trace_sig(self, sig: _Signature, args, kwargs) -> Traced:
+        trace = Trace(concrete=False)
+        with trace_context(trace):
+            tracers = [trace.new_input(a, name=n) for a, n in zip(sig.avals, sig.leaf_names, strict=True)]
+            fa, fk = self._rebuild(sig, tracers, args, kwargs)
+            out = self._f(*fa, **fk)
+            out_leaves, out_tree = tree_flatten(out)
+            program = trace.to_program(out_leaves)
+        end_trace(trace)
+        program.verify()
+        return Traced(program, out_tree, sig, self)
+
+    def trace(self, *args, **kwargs) -> Traced:
+        """Traces f for the signature of these arguments (arrays or ShapeDtypeStructs)."""
+        _, sig = self._flatten_args(args, kwargs)
+        return self._trace_sig(sig, args, kwargs)
+
+    def lower(self, *args, target: str | None = None, **kwargs) -> Lowered:
+        return self.trace(*args, **kwargs).lower(target=target)
+
+    def _compiled_for(self, sig, args, kwargs) -> Compiled:
+        key = sig.key()
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._info.hits += 1
+            return hit
+        self._info.misses += 1
+        reason = "first call" if self._last_sig is None else _describe_change(self._last_sig, sig)
+        self._info.miss_reasons.append(reason)
+        compiled = self._trace_sig(sig, args, kwargs).lower().compile()
+        self._cache[key] = compiled
+        self._info.size = len(self._cache)
+        self._last_sig = sig
+        return compiled
+
+    def __call__(self, *args, **kwargs):
+        trace = current_trace()
+        leaves, sig = self._flatten_args(args, kwargs)
+        if trace is not None:
+            return self._inline(trace, sig, leaves, args, kwargs)
+        compiled = self._compiled_for(sig, args, kwargs)
+        vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
+        outs = [Array(o) for o in compiled._call_flat(vals)]
+        self._donate_inputs(args)
+        return tree_unflatten(compiled.out_tree, outs)
+
+    def _inline(self, trace: Trace, sig, leaves, args, kwargs):
+        """Inside another transform, replays the cached Program into the current trace."""
+        compiled = self._compiled_for(sig, args, kwargs)
+        p = compiled.program
+        env = {id(v): trace.lift(x if isinstance(x, Array) else Array(_value_of(x, v.type)))
+               for v, x in zip(p.inputs, leaves, strict=True)}
+        for e in p.eqns:
+            outs = trace.add_eqn(e.prim, [env[id(v)] for v in e.inputs], e.params, e.source)
+            for v, t in zip(e.outputs, outs, strict=True):
+                env[id(v)] = t
+        return tree_unflatten(compiled.out_tree, [env[id(v)] for v in p.outputs])
+
+    def _donate_inputs(self, args):
+        for i in self._donate:
+            if i < len(args):
+                for leaf in tree_flatten(args[i])[0]:
+                    if isinstance(leaf, Array) and not isinstance(leaf, Tracer):
+                        leaf.delete()
+
+    # --- introspection --------------------------------------------------------------------------
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses, the reason of each miss, and the number of cached signatures."""
+        return CacheInfo(self._info.hits, self._info.misses, list(self._info.miss_reasons),
+                         len(self._cache))
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._last_sig = None
+        self._info = CacheInfo()
+
+
+def _hashable(x, name):
+    try:
+        hash(x)
+    except TypeError:
+        raise TypeError(
+            f"static argument '{name}' must be hashable, got {type(x).__name__}; pass arrays as "
+            "dynamic arguments and tuples instead of lists"
+        ) from None
+    return x
+
+
+def jit(
+    f: Callable | None = None,
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    donate_argnums: int | Sequence[int] = (),
+):
+    """Compiles f: traced once per signature into a Program, then run from the cache.
+
+    static_argnums/static_argnames: arguments treated as compile-time constants (must be
+    hashable; a new value retraces). donate_argnums: arguments whose buffers the call may reuse for
+    its outputs; the donated Arrays are deleted after the call (using them raises
+    DeletedArrayError). Usable as `@jit` or `@jit(static_argnums=...)`.
+    """
+    if f is None:
+        return lambda g: jit(g, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums)
+    return JitFunction(f, static_argnums, static_argnames, donate_argnums)
+
+
+def make_program(f: Callable, *, static_argnums=(), static_argnames=()):
+    """`make_program(f)(*args)` returns the traced Program of f (like jax.make_jaxpr)."""
+
+    def make(*args, **kwargs):
+        return JitFunction(f, static_argnums, static_argnames, ()).trace(*args, **kwargs).program
+
+    return make

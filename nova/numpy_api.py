@@ -1,0 +1,156 @@
+"""nova.numpy: NumPy's API over Nova's primitives (importable as `nova.numpy`).
+
+Functions check their arguments and promote dtypes (JAX's lattice, Python scalars weakly typed)
+before binding any primitive, as jax.numpy does over lax. Importing this module also attaches the
+operators and methods of nova.Array.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as _np
+
+from nova.core import dtypes as _dtypes
+from nova.core.array import Array
+from nova.core.dtypes import (  # noqa: F401
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int32,
+    int64,
+    uint8,
+    uint32,
+)
+from nova.numpy_impl.creation import *  # noqa: F401,F403
+from nova.numpy_impl.linalg import *  # noqa: F401,F403
+from nova.numpy_impl.reductions import *  # noqa: F401,F403
+from nova.numpy_impl.reductions import all, any, max, min, sum  # noqa: F401,A004
+from nova.numpy_impl.shape import *  # noqa: F401,F403
+from nova.numpy_impl.ufuncs import *  # noqa: F401,F403
+from nova.numpy_impl.ufuncs import abs, round  # noqa: F401,A004
+from nova.numpy_impl.util import asarray  # noqa: F401
+
+# The optional families (filled in by their own modules when present).
+for _mod in ("indexing", "joining", "sorting", "scans", "contractions", "ranges"):
+    try:
+        _m = __import__(f"nova.numpy_impl.{_mod}", fromlist=["*"])
+    except ModuleNotFoundError as _e:
+        if _e.name != f"nova.numpy_impl.{_mod}":
+            raise
+        continue
+    for _name in getattr(_m, "__all__", [n for n in dir(_m) if not n.startswith("_")]):
+        globals()[_name] = getattr(_m, _name)
+
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+newaxis = None
+ndarray = Array
+dtype = _np.dtype
+
+
+def result_type(*args):
+    """The promoted dtype of arrays, dtypes and Python scalars (JAX's lattice)."""
+    return _dtypes.result_type(*args)
+
+
+def shape(a):
+    return asarray(a).shape
+
+
+def ndim(a):
+    return asarray(a).ndim
+
+
+def size(a, axis=None):
+    x = asarray(a)
+    return x.size if axis is None else x.shape[axis]
+
+
+def finfo(d):
+    return _dtypes.finfo(d)
+
+
+def iinfo(d):
+    return _dtypes.iinfo(d)
+
+
+def issubdtype(arg1, arg2):
+    return _np.issubdtype(arg1, arg2)
+
+
+floating = _np.floating
+integer = _np.integer
+number = _np.number
+inexact = _np.inexact
+signedinteger = _np.signedinteger
+unsignedinteger = _np.unsignedinteger
+
+
+# --- nova.Array operators and methods ------------------------------------------------------------
+
+
+def _g(name):
+    """Looks the function up at call time, so families added later are found."""
+    return lambda *a, **k: globals()[name](*a, **k)
+
+
+def _swap(name):
+    return lambda self, other: globals()[name](other, self)
+
+
+def _attach_methods():
+    ops = {
+        "__add__": "add", "__sub__": "subtract", "__mul__": "multiply",
+        "__truediv__": "true_divide", "__floordiv__": "floor_divide", "__mod__": "mod",
+        "__pow__": "power", "__matmul__": "matmul", "__and__": "bitwise_and",
+        "__or__": "bitwise_or", "__xor__": "bitwise_xor", "__lt__": "less",
+        "__le__": "less_equal", "__gt__": "greater", "__ge__": "greater_equal",
+        "__eq__": "equal", "__ne__": "not_equal",
+    }
+    for dunder, fname in ops.items():
+        setattr(Array, dunder, _g(fname))
+    for dunder in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__",
+                   "__pow__", "__matmul__", "__and__", "__or__", "__xor__"):
+        setattr(Array, "__r" + dunder[2:], _swap(ops[dunder]))
+    Array.__neg__ = _g("negative")
+    Array.__pos__ = _g("positive")
+    Array.__abs__ = _g("absolute")
+    Array.__invert__ = _g("invert")
+    Array.__getitem__ = lambda self, idx: globals()["getitem"](self, idx)
+    Array.__setitem__ = _setitem_error
+    Array.__hash__ = None
+    methods = ["sum", "mean", "var", "std", "max", "min", "prod", "argmax", "argmin", "cumsum",
+               "any", "all", "reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten",
+               "clip", "round", "dot", "sort", "argsort", "take", "repeat", "astype"]
+    for m in methods:
+        setattr(Array, m, _method(m))
+    Array.reshape = lambda self, *shape, order="C": globals()["reshape"](
+        self, shape[0] if len(shape) == 1 else shape, order)
+    Array.transpose = lambda self, *axes: globals()["transpose"](
+        self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
+    Array.flatten = lambda self: globals()["ravel"](self)
+    Array.T = property(lambda self: globals()["transpose"](self))
+    Array.mT = property(lambda self: globals()["swapaxes"](self, -1, -2))
+    Array.at = property(lambda self: globals()["_IndexUpdateHelper"](self))
+    Array.conj = lambda self: self
+    Array.real = property(lambda self: self)
+
+
+def _method(name):
+    return lambda self, *a, **k: globals()[name](self, *a, **k)
+
+
+def _setitem_error(self, idx, value):
+    raise TypeError(
+        "nova.Array is immutable; instead of x[idx] = y use x = x.at[idx].set(y) "
+        "(see nova.numpy's .at property)"
+    )
+
+
+_attach_methods()
+del builtins

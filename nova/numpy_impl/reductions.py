@@ -1,0 +1,115 @@
+"""Reductions of nova.numpy: sum, mean, var, std, max, min, any, all (NumPy's axis/keepdims)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nova.core import dtypes
+from nova.ops import lax
+from nova.numpy_impl.util import asarray, normalize_axes, where_am_i
+
+
+def _keep(y, x_shape, axes, keepdims):
+    if not keepdims:
+        return y
+    return lax.reshape(y, tuple(1 if i in axes else d for i, d in enumerate(x_shape)))
+
+
+def _sum_dtype(x, dtype):
+    if dtype is not None:
+        return dtypes.canonicalize(dtype)
+    if x.dtype in (dtypes.bool_, dtypes.uint8):
+        return dtypes.default_int
+    return x.dtype
+
+
+def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001 - NumPy's name
+    """Sum over `axis` (None: all; int or tuple; negative counts from the end).
+
+    bool and uint8 inputs sum in int32. Raises ValueError for an out-of-range or repeated axis.
+    """
+    x = asarray(a)
+    axes = normalize_axes(axis, x.ndim)
+    x = lax.convert_element_type(x, _sum_dtype(x, dtype))
+    return _keep(lax.reduce_sum(x, axes), x.shape, axes, keepdims)
+
+
+def mean(a, axis=None, dtype=None, keepdims=False):
+    """Arithmetic mean over `axis`; integer inputs give float32. Empty reductions give NaN."""
+    x = asarray(a)
+    axes = normalize_axes(axis, x.ndim)
+    dt = dtypes.canonicalize(dtype) if dtype is not None else (
+        x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float)
+    x = lax.convert_element_type(x, dt)
+    n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+    s = lax.reduce_sum(x, axes)
+    y = lax.div(s, lax.full(s.shape, n if n else np.nan, dt)) if n else lax.full(s.shape, np.nan, dt)
+    return _keep(y, x.shape, axes, keepdims)
+
+
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    """Variance over `axis` computed in two passes (mean, then mean squared deviation)."""
+    x = asarray(a)
+    axes = normalize_axes(axis, x.ndim)
+    dt = dtypes.canonicalize(dtype) if dtype is not None else (
+        x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float)
+    x = lax.convert_element_type(x, dt)
+    m = mean(x, axes, keepdims=True)
+    d = lax.sub(x, lax.broadcast_in_dim(m, x.shape, tuple(range(x.ndim))))
+    n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64)) - ddof
+    s = lax.reduce_sum(lax.mul(d, d), axes)
+    y = lax.div(s, lax.full(s.shape, n if n > 0 else np.nan, dt))
+    return _keep(y, x.shape, axes, keepdims)
+
+
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    """Standard deviation: sqrt(var(...))."""
+    return lax.sqrt(var(a, axis, dtype, ddof, keepdims))
+
+
+def _extremum(name, op):
+    def f(a, axis=None, keepdims=False, initial=None):
+        x = asarray(a)
+        axes = normalize_axes(axis, x.ndim)
+        if initial is None and any(x.shape[i] == 0 for i in axes):
+            raise ValueError(
+                f"zero-size array to reduction operation {name} which has no identity: shape "
+                f"{x.shape}, axis {axis}{where_am_i()}"
+            )
+        y = op(x, axes)
+        if initial is not None:
+            from nova.numpy_impl.ufuncs import maximum, minimum
+
+            y = (maximum if name == "max" else minimum)(y, initial)
+        return _keep(y, x.shape, axes, keepdims)
+
+    f.__name__ = name
+    f.__doc__ = (
+        f"{name.capitalize()} over `axis` (numpy.{name}); ties share the gradient equally. Raises "
+        "ValueError for an empty reduction without `initial`."
+    )
+    return f
+
+
+max = _extremum("max", lax.reduce_max)  # noqa: A001
+min = _extremum("min", lax.reduce_min)  # noqa: A001
+amax = max
+amin = min
+
+
+def any(a, axis=None, keepdims=False):  # noqa: A001
+    """True where any element along `axis` is nonzero."""
+    x = asarray(a)
+    axes = normalize_axes(axis, x.ndim)
+    b = x if x.dtype == dtypes.bool_ else lax.ne(x, lax.full(x.shape, 0, x.dtype))
+    return _keep(lax.reduce_max(b, axes), x.shape, axes, keepdims)
+
+
+def all(a, axis=None, keepdims=False):  # noqa: A001
+    """True where every element along `axis` is nonzero."""
+    x = asarray(a)
+    axes = normalize_axes(axis, x.ndim)
+    b = x if x.dtype == dtypes.bool_ else lax.ne(x, lax.full(x.shape, 0, x.dtype))
+    return _keep(lax.reduce_min(b, axes), x.shape, axes, keepdims)
+
+

@@ -1,0 +1,286 @@
+"""Elementwise nova.numpy functions (NumPy's names and broadcasting; JAX's dtype promotion)."""
+
+from __future__ import annotations
+
+from nova.core import dtypes
+from nova.ops import lax
+from nova.numpy_impl.util import asarray, promote, where_am_i
+
+
+def _unary_float(name, op):
+    def f(x, /):
+        (x,) = promote(name, x, to_inexact=True)
+        return op(x)
+
+    f.__name__ = name
+    f.__doc__ = (
+        f"Elementwise {name} (numpy.{name}). Integer and bool inputs become float32; "
+        "the result has the input's shape."
+    )
+    return f
+
+
+exp = _unary_float("exp", lax.exp)
+exp2 = _unary_float("exp2", lax.exp2)
+expm1 = _unary_float("expm1", lax.expm1)
+log = _unary_float("log", lax.log)
+log2 = _unary_float("log2", lax.log2)
+log1p = _unary_float("log1p", lax.log1p)
+tanh = _unary_float("tanh", lax.tanh)
+sinh = _unary_float("sinh", lax.sinh)
+cosh = _unary_float("cosh", lax.cosh)
+sin = _unary_float("sin", lax.sin)
+cos = _unary_float("cos", lax.cos)
+tan = _unary_float("tan", lax.tan)
+arctan = _unary_float("arctan", lax.atan)
+sqrt = _unary_float("sqrt", lax.sqrt)
+reciprocal = _unary_float("reciprocal", lax.reciprocal)
+
+
+def _binary(name, op, to_inexact=False):
+    def f(x1, x2, /):
+        a, b = promote(name, x1, x2, to_inexact=to_inexact)
+        return op(a, b)
+
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} with NumPy broadcasting (numpy.{name})."
+    return f
+
+
+add = _binary("add", lambda a, b: lax.bitwise_or(a, b) if a.dtype == dtypes.bool_ else lax.add(a, b))
+subtract = _binary("subtract", lax.sub)
+multiply = _binary(
+    "multiply", lambda a, b: lax.bitwise_and(a, b) if a.dtype == dtypes.bool_ else lax.mul(a, b)
+)
+true_divide = _binary("true_divide", lax.div, to_inexact=True)
+divide = true_divide
+maximum = _binary("maximum", lax.max)
+minimum = _binary("minimum", lax.min)
+arctan2 = _binary("arctan2", lax.atan2, to_inexact=True)
+equal = _binary("equal", lax.eq)
+not_equal = _binary("not_equal", lax.ne)
+less = _binary("less", lax.lt)
+less_equal = _binary("less_equal", lax.le)
+greater = _binary("greater", lax.gt)
+greater_equal = _binary("greater_equal", lax.ge)
+
+
+def _bool_args(name, *xs):
+    return [lax.ne(a, lax.full(a.shape, 0, a.dtype)) if a.dtype != dtypes.bool_ else a
+            for a in promote(name, *xs)]
+
+
+def logical_and(x1, x2, /):
+    """Elementwise truth-value AND (numpy.logical_and); bool result."""
+    return lax.bitwise_and(*_bool_args("logical_and", x1, x2))
+
+
+def logical_or(x1, x2, /):
+    """Elementwise truth-value OR (numpy.logical_or); bool result."""
+    return lax.bitwise_or(*_bool_args("logical_or", x1, x2))
+
+
+def logical_xor(x1, x2, /):
+    return lax.bitwise_xor(*_bool_args("logical_xor", x1, x2))
+
+
+def logical_not(x, /):
+    """Elementwise truth-value NOT (numpy.logical_not); bool result."""
+    (a,) = _bool_args("logical_not", x)
+    return lax.bitwise_not(a)
+
+
+def bitwise_and(x1, x2, /):
+    return lax.bitwise_and(*promote("bitwise_and", x1, x2))
+
+
+def bitwise_or(x1, x2, /):
+    return lax.bitwise_or(*promote("bitwise_or", x1, x2))
+
+
+def bitwise_xor(x1, x2, /):
+    return lax.bitwise_xor(*promote("bitwise_xor", x1, x2))
+
+
+def invert(x, /):
+    (a,) = promote("invert", x)
+    if dtypes.is_float(a.dtype):
+        raise TypeError(f"invert (~) needs a bool or integer array, got {a.dtype}{where_am_i()}")
+    return lax.bitwise_not(a)
+
+
+def negative(x, /):
+    """Elementwise -x (numpy.negative)."""
+    (a,) = promote("negative", x)
+    if a.dtype == dtypes.bool_:
+        raise TypeError(f"negative is not defined for bool arrays; use logical_not{where_am_i()}")
+    return lax.neg(a)
+
+
+def positive(x, /):
+    (a,) = promote("positive", x)
+    return a
+
+
+def absolute(x, /):
+    """Elementwise |x| (numpy.abs)."""
+    (a,) = promote("abs", x)
+    if a.dtype == dtypes.bool_ or a.dtype in (dtypes.uint8, dtypes.uint32):
+        return a
+    return lax.abs(a)
+
+
+abs = absolute  # noqa: A001 - NumPy's name
+
+
+def sign(x, /):
+    (a,) = promote("sign", x)
+    return lax.sign(a)
+
+
+def _round_like(name, op):
+    def f(x, /):
+        (a,) = promote(name, x)
+        return op(a) if dtypes.is_float(a.dtype) else a
+
+    f.__name__ = name
+    return f
+
+
+floor = _round_like("floor", lax.floor)
+ceil = _round_like("ceil", lax.ceil)
+
+
+def round(x, decimals=0):  # noqa: A001 - NumPy's name
+    """Rounds half to even to `decimals` decimal places (numpy.round)."""
+    (a,) = promote("round", x)
+    if not dtypes.is_float(a.dtype):
+        return a
+    if decimals == 0:
+        return lax.round(a)
+    scale = lax.full(a.shape, 10.0**decimals, a.dtype)
+    return lax.div(lax.round(lax.mul(a, scale)), scale)
+
+
+around = round
+
+
+def square(x, /):
+    (a,) = promote("square", x)
+    return lax.mul(a, a)
+
+
+def power(x1, x2, /):
+    """x1 ** x2 elementwise. Integer powers of integers are computed exactly."""
+    a, b = promote("power", x1, x2)
+    if dtypes.is_float(a.dtype):
+        return lax.pow(a, b)
+    # Integer power by repeated squaring over the bits of a concrete or traced exponent.
+    if isinstance(x2, int) and x2 >= 0:
+        result = lax.full(a.shape, 1, a.dtype)
+        base, e = a, x2
+        while e:
+            if e & 1:
+                result = lax.mul(result, base)
+            base = lax.mul(base, base)
+            e >>= 1
+        return result
+    f = dtypes.float64
+    return lax.convert_element_type(
+        lax.round(lax.pow(lax.convert_element_type(a, f), lax.convert_element_type(b, f))), a.dtype
+    )
+
+
+def floor_divide(x1, x2, /):
+    """Floor of x1 / x2 elementwise (numpy.floor_divide); integer division by 0 gives 0."""
+    a, b = promote("floor_divide", x1, x2)
+    if dtypes.is_float(a.dtype):
+        return lax.floor(lax.div(a, b))
+    q = lax.div(a, b)  # truncates toward zero
+    zero = lax.full(a.shape, 0, a.dtype)
+    r = lax.rem(a, b)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, zero)))
+    return lax.select(fix, lax.sub(q, lax.full(a.shape, 1, a.dtype)), q)
+
+
+def mod(x1, x2, /):
+    """Remainder with the sign of the divisor (numpy.mod / remainder)."""
+    a, b = promote("mod", x1, x2)
+    r = lax.rem(a, b)
+    zero = lax.full(a.shape, 0, a.dtype)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, zero)))
+    return lax.select(fix, lax.add(r, b), r)
+
+
+remainder = mod
+
+
+def isnan(x, /):
+    (a,) = promote("isnan", x)
+    return lax.isnan(a) if dtypes.is_float(a.dtype) else lax.full(a.shape, False, dtypes.bool_)
+
+
+def isinf(x, /):
+    (a,) = promote("isinf", x)
+    return lax.isinf(a) if dtypes.is_float(a.dtype) else lax.full(a.shape, False, dtypes.bool_)
+
+
+def isfinite(x, /):
+    (a,) = promote("isfinite", x)
+    if not dtypes.is_float(a.dtype):
+        return lax.full(a.shape, True, dtypes.bool_)
+    return lax.bitwise_not(lax.bitwise_or(lax.isnan(a), lax.isinf(a)))
+
+
+def where(condition, x=None, y=None, /):
+    """Elementwise choice: x where condition is true, else y, with broadcasting (numpy.where).
+
+    The one-argument form (indices of nonzeros) has a data-dependent shape and is not supported;
+    it raises NotImplementedError.
+    """
+    if x is None or y is None:
+        raise NotImplementedError(
+            "where(condition) with one argument has a data-dependent shape; use "
+            f"where(condition, x, y) or numpy on concrete values{where_am_i()}"
+        )
+    c = asarray(condition)
+    xs = promote("where", x, y)
+    from nova.numpy_impl.util import broadcast_shapes, broadcast_to
+
+    shape = broadcast_shapes(c.shape, xs[0].shape, name="where")
+    if c.dtype != dtypes.bool_:
+        c = lax.ne(c, lax.full(c.shape, 0, c.dtype))
+    return lax.select(broadcast_to(c, shape), broadcast_to(xs[0], shape), broadcast_to(xs[1], shape))
+
+
+def clip(a, a_min=None, a_max=None):
+    """Limits values to [a_min, a_max] (either may be None), as numpy.clip."""
+    if a_min is None and a_max is None:
+        raise ValueError(f"clip: a_min and a_max cannot both be None{where_am_i()}")
+    out = asarray(a)
+    if a_min is not None:
+        out = maximum(out, a_min)
+    if a_max is not None:
+        out = minimum(out, a_max)
+    return out
+
+
+def astype(x, dtype):
+    return lax.convert_element_type(asarray(x), dtypes.canonicalize(dtype))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    x, y = promote("isclose", a, b, to_inexact=True)
+    close = less_equal(absolute(subtract(x, y)), add(atol, multiply(rtol, absolute(y))))
+    close = logical_or(close, equal(x, y))
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(x), isnan(y)))
+    return close
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    from nova.numpy_impl.reductions import all as all_
+
+    return all_(isclose(a, b, rtol, atol, equal_nan))
+
+

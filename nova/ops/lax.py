@@ -1,0 +1,15 @@
+"""The lax-level API: thin functions that bind primitives (used by nova.numpy and by VJP rules)."""
+
+from nova.ops.contraction import dot_general  # noqa: F401
+from nova.ops.elementwise import *  # noqa: F401,F403
+from nova.ops.elementwise import abs, max, min, pow, round  # noqa: F401,A004
+from nova.ops.reduction import reduce_max, reduce_min, reduce_sum  # noqa: F401
+from nova.ops.structural import (  # noqa: F401
+    broadcast_in_dim,
+    constant,
+    copy,
+    full,
+    iota,
+    reshape,
+    transpose,
+)

@@ -1,0 +1,252 @@
+"""Structural primitives: constants, copies, iota, broadcast_in_dim, reshape, transpose."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nova.core import dtypes
+from nova.core.errors import ShapeError
+from nova.core.ir import TensorType
+from nova.core.primitive import Cost, Elementwise, FusionKind, IndexMap, Primitive, Template
+from nova.ops import elementwise as ew
+
+
+def _no_inputs_vjp(ct, *, out, **params):
+    return ()
+
+
+# --- constant -----------------------------------------------------------------------------------
+
+
+def _constant_rule(*, value):
+    return TensorType(value.shape, value.dtype)
+
+
+def _freeze_array(v):
+    a = np.array(v, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+constant_p = Primitive(
+    "constant",
+    shape_rule=_constant_rule,
+    impl=lambda *, value: value,
+    vjp=_no_inputs_vjp,
+    jvp=lambda tangents, *, out, value: ew.zeros_like(out),
+    fusion=FusionKind.OPAQUE,
+    kernel=Template("constant"),
+    cost=lambda ins, outs, *, value: Cost(0, value.nbytes),
+    differentiable=False,
+    param_types={"value": _freeze_array},
+)
+
+
+def constant(value):
+    return constant_p.bind(value=np.asarray(value))
+
+
+def full(shape, value, dtype):
+    """`value` broadcast to `shape`: a 0-d constant plus a broadcast (fuses into consumers)."""
+    c = constant(np.asarray(value, dtype=dtype))
+    shape = tuple(shape)
+    return c if shape == () else broadcast_in_dim(c, shape, ())
+
+
+# --- copy: a fresh value equal to its input (marks the argument of a nested transform) -----------
+
+copy_p = Primitive(
+    "copy",
+    shape_rule=lambda x: x,
+    impl=lambda x: x.copy(),
+    vjp=lambda ct, x, *, out: (ct,),
+    jvp=lambda tangents, x, *, out: tangents[0],
+    fusion=FusionKind.ELEMENTWISE,
+    kernel=Elementwise(lambda b, x: x),
+)
+copy = copy_p.bind
+
+# --- iota ---------------------------------------------------------------------------------------
+
+
+def _iota_rule(*, dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"iota: dimension {dimension} out of range for shape {shape}")
+    return TensorType(shape, dtype)
+
+
+def _iota_impl(*, dtype, shape, dimension):
+    ar = np.arange(shape[dimension], dtype=dtype)
+    view = [1] * len(shape)
+    view[dimension] = shape[dimension]
+    return np.broadcast_to(ar.reshape(view), shape).copy()
+
+
+iota_p = Primitive(
+    "iota",
+    shape_rule=_iota_rule,
+    impl=_iota_impl,
+    vjp=_no_inputs_vjp,
+    jvp=lambda tangents, *, out, **p: ew.zeros_like(out),
+    fusion=FusionKind.ELEMENTWISE,
+    kernel=IndexMap(lambda b, idx, in_types, *, dtype, shape, dimension: idx[dimension]),
+    differentiable=False,
+    param_types={"dtype": dtypes.canonicalize, "shape": tuple},
+)
+
+
+def iota(dtype, shape, dimension=0):
+    return iota_p.bind(dtype=dtype, shape=tuple(shape), dimension=dimension)
+
+
+# --- broadcast_in_dim ---------------------------------------------------------------------------
+
+
+def _bcast_rule(x, *, shape, broadcast_dimensions):
+    if len(broadcast_dimensions) != x.ndim:
+        raise ShapeError(
+            f"broadcast_in_dim: operand of shape {x.shape} needs {x.ndim} broadcast dimensions, "
+            f"got {broadcast_dimensions}"
+        )
+    if any(b < a for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:], strict=False)):
+        raise ShapeError(f"broadcast_in_dim: dimensions {broadcast_dimensions} must increase")
+    for i, d in enumerate(broadcast_dimensions):
+        if not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d]):
+            raise ShapeError(f"cannot broadcast shape {x.shape} to {shape}")
+    return TensorType(shape, x.dtype)
+
+
+def _bcast_impl(x, *, shape, broadcast_dimensions):
+    view = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        view[d] = x.shape[i]
+    return np.broadcast_to(x.reshape(view), shape)
+
+
+def _bcast_vjp(ct, x, *, out, shape, broadcast_dimensions):
+    from nova.ops.reduction import reduce_sum
+
+    # Sum over the new dimensions and over the operand's size-1 dimensions that were expanded.
+    new = tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
+    expanded = tuple(
+        d for i, d in enumerate(broadcast_dimensions) if x.shape[i] == 1 and shape[d] != 1
+    )
+    axes = tuple(sorted(new + expanded))
+    r = reduce_sum(ct, axes) if axes else ct
+    return (reshape(r, x.shape),)
+
+
+def _bcast_index_map(b, idx, in_types, *, shape, broadcast_dimensions):
+    (x,) = in_types
+    return tuple(
+        b.const(0, "index") if x.shape[i] == 1 else idx[d]
+        for i, d in enumerate(broadcast_dimensions)
+    )
+
+
+broadcast_in_dim_p = Primitive(
+    "broadcast_in_dim",
+    shape_rule=_bcast_rule,
+    impl=_bcast_impl,
+    vjp=_bcast_vjp,
+    jvp=lambda t, x, *, out, **p: broadcast_in_dim(t[0], **p),
+    fusion=FusionKind.MOVEMENT,
+    kernel=IndexMap(_bcast_index_map),
+    param_types={"shape": tuple, "broadcast_dimensions": tuple},
+)
+
+
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    shape = tuple(int(d) for d in shape)
+    if x.shape == shape and tuple(broadcast_dimensions) == tuple(range(len(shape))):
+        return x
+    return broadcast_in_dim_p.bind(
+        x, shape=shape, broadcast_dimensions=tuple(broadcast_dimensions)
+    )
+
+
+# --- reshape ------------------------------------------------------------------------------------
+
+
+def _reshape_rule(x, *, new_sizes):
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size or any(d < 0 for d in new_sizes):
+        raise ShapeError(f"cannot reshape array of shape {x.shape} (size {x.size}) into {new_sizes}")
+    return TensorType(new_sizes, x.dtype)
+
+
+def _row_major_strides(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+def _reshape_index_map(b, idx, in_types, *, new_sizes):
+    (x,) = in_types
+    flat = b.const(0, "index")
+    for i, s in zip(idx, _row_major_strides(new_sizes), strict=True):
+        flat = b.add(flat, b.mul(i, b.const(s, "index")))
+    out = []
+    for d, s in zip(x.shape, _row_major_strides(x.shape), strict=True):
+        out.append(b.rem(b.div(flat, b.const(s, "index")), b.const(d, "index")))
+    return tuple(out)
+
+
+reshape_p = Primitive(
+    "reshape",
+    shape_rule=_reshape_rule,
+    impl=lambda x, *, new_sizes: x.reshape(new_sizes),
+    vjp=lambda ct, x, *, out, new_sizes: (reshape(ct, x.shape),),
+    jvp=lambda t, x, *, out, new_sizes: reshape(t[0], new_sizes),
+    fusion=FusionKind.MOVEMENT,
+    kernel=IndexMap(_reshape_index_map),
+    param_types={"new_sizes": lambda s: tuple(int(d) for d in s)},
+)
+
+
+def reshape(x, new_sizes):
+    new_sizes = tuple(int(d) for d in new_sizes)
+    if x.shape == new_sizes:
+        return x
+    return reshape_p.bind(x, new_sizes=new_sizes)
+
+
+# --- transpose ----------------------------------------------------------------------------------
+
+
+def _transpose_rule(x, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise ValueError(f"transpose: {permutation} is not a permutation of the {x.ndim} axes of {x.shape}")
+    return TensorType(tuple(x.shape[p] for p in permutation), x.dtype)
+
+
+def _inverse_perm(perm):
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+def _transpose_index_map(b, idx, in_types, *, permutation):
+    inv = _inverse_perm(permutation)
+    return tuple(idx[inv[a]] for a in range(len(permutation)))
+
+
+transpose_p = Primitive(
+    "transpose",
+    shape_rule=_transpose_rule,
+    impl=lambda x, *, permutation: np.transpose(x, permutation),
+    vjp=lambda ct, x, *, out, permutation: (transpose(ct, _inverse_perm(permutation)),),
+    jvp=lambda t, x, *, out, permutation: transpose(t[0], permutation),
+    fusion=FusionKind.MOVEMENT,
+    kernel=IndexMap(_transpose_index_map),
+    param_types={"permutation": tuple},
+)
+
+
+def transpose(x, permutation):
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))):
+        return x
+    return transpose_p.bind(x, permutation=permutation)

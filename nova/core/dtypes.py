@@ -155,11 +155,13 @@ def _materialize(node):
 
 def python_scalar_kind(x):
     """The weak lattice node of a Python scalar, or None if x is not one."""
-    if isinstance(x, builtins.bool):
+    # Exact types: NumPy scalars (np.float64 subclasses float) are strongly typed, as in JAX.
+    t = type(x)
+    if t is builtins.bool:
         return bool_
-    if isinstance(x, builtins.int):
+    if t is builtins.int:
         return _WEAK_INT
-    if isinstance(x, builtins.float):
+    if t is builtins.float:
         return _WEAK_FLOAT
     return None
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from nova.core import dtypes
@@ -71,7 +73,7 @@ def _extremum(name, op):
     def f(a, axis=None, keepdims=False, initial=None):
         x = asarray(a)
         axes = normalize_axes(axis, x.ndim)
-        if initial is None and any(x.shape[i] == 0 for i in axes):
+        if initial is None and builtins.any(x.shape[i] == 0 for i in axes):
             raise ValueError(
                 f"zero-size array to reduction operation {name} which has no identity: shape "
                 f"{x.shape}, axis {axis}{where_am_i()}"

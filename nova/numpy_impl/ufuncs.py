@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from nova.core import dtypes
 from nova.ops import lax
 from nova.numpy_impl.util import asarray, promote, where_am_i
@@ -170,21 +172,36 @@ def square(x, /):
     return lax.mul(a, a)
 
 
+def _integer_pow(a, n: int):
+    """a ** n for a Python int n by repeated squaring (exact; no log in the derivative)."""
+    result = None
+    base, e = a, builtins.abs(n)
+    while e:
+        if e & 1:
+            result = base if result is None else lax.mul(result, base)
+        e >>= 1
+        if e:
+            base = lax.mul(base, base)
+    if result is None:
+        result = lax.full(a.shape, 1, a.dtype)
+    return lax.reciprocal(result) if n < 0 else result
+
+
 def power(x1, x2, /):
-    """x1 ** x2 elementwise. Integer powers of integers are computed exactly."""
+    """x1 ** x2 elementwise (numpy.power).
+
+    A Python int exponent is applied by repeated multiplication (JAX's integer_pow), so
+    `x ** 2` of a negative x has a finite derivative. Integer arrays raised to negative integer
+    powers raise ValueError, as in NumPy.
+    """
+    if type(x2) is int and builtins.abs(x2) <= 64:
+        (a,) = promote("power", x1)
+        if x2 < 0 and not dtypes.is_float(a.dtype):
+            raise ValueError(f"integers to negative integer powers are not allowed{where_am_i()}")
+        return _integer_pow(a, x2)
     a, b = promote("power", x1, x2)
     if dtypes.is_float(a.dtype):
         return lax.pow(a, b)
-    # Integer power by repeated squaring over the bits of a concrete or traced exponent.
-    if isinstance(x2, int) and x2 >= 0:
-        result = lax.full(a.shape, 1, a.dtype)
-        base, e = a, x2
-        while e:
-            if e & 1:
-                result = lax.mul(result, base)
-            base = lax.mul(base, base)
-            e >>= 1
-        return result
     f = dtypes.float64
     return lax.convert_element_type(
         lax.round(lax.pow(lax.convert_element_type(a, f), lax.convert_element_type(b, f))), a.dtype

@@ -57,14 +57,14 @@ def _zero_safe_mul(ct, d):
     return select(eq(ct, zeros_like(ct)), zeros_like(ct), mul(ct, d))
 
 
-def _jvp_from_partials(partials):
+def _jvp_from_partials(partials, safe):
     def jvp(tangents, *primals, out, **params):
         ds = partials(*primals, out=out, **params)
         acc = None
         for t, d in zip(tangents, ds, strict=True):
             if d is None:
                 continue
-            term = mul(t, d)
+            term = _zero_safe_mul(t, d) if safe else mul(t, d)
             acc = term if acc is None else add(acc, term)
         return acc if acc is not None else zeros_like(out)
 
@@ -93,7 +93,7 @@ def _unary(name, np_fn, partial, body, *, safe=False, float_only=True):
         shape_rule=rule,
         impl=np_fn,
         vjp=_vjp_from_partials(partials, safe),
-        jvp=_jvp_from_partials(partials),
+        jvp=_jvp_from_partials(partials, safe),
         fusion=FusionKind.ELEMENTWISE,
         kernel=Elementwise(body),
     )
@@ -108,7 +108,7 @@ def _binary(name, np_fn, partials, body, *, safe=False, float_only=False):
         shape_rule=rule,
         impl=np_fn,
         vjp=_vjp_from_partials(partials, safe),
-        jvp=_jvp_from_partials(partials),
+        jvp=_jvp_from_partials(partials, safe),
         fusion=FusionKind.ELEMENTWISE,
         kernel=Elementwise(body),
     )

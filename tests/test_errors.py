@@ -1,0 +1,129 @@
+"""Bad input gets a clear error of a precise type naming shapes, dtypes, arguments and the line."""
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+
+
+def test_broadcast_mismatch_names_shapes_and_line():
+    with pytest.raises(nova.ShapeError, match=r"\(3,\) \(4,\).*test_errors.py:\d+"):
+        jnp.ones(3) + jnp.ones(4)
+    with pytest.raises(ValueError):  # ShapeError is a ValueError, as NumPy raises
+        jnp.add(jnp.ones((2, 3)), jnp.ones((3, 2)))
+
+
+def test_broadcast_mismatch_inside_jit_names_line():
+    f = nova.jit(lambda x, y: x * y)
+    with pytest.raises(nova.ShapeError, match=r"\(2,\) \(5,\)"):
+        f(np.ones(2), np.ones(5))
+
+
+def test_matmul_inner_dimension_mismatch():
+    with pytest.raises(nova.ShapeError, match=r"\(3, 4\) and \(5, 2\).*test_errors.py"):
+        jnp.ones((3, 4)) @ jnp.ones((5, 2))
+    with pytest.raises(ValueError, match="at least 1-D"):
+        jnp.matmul(jnp.ones(()), jnp.ones(3))
+
+
+def test_reshape_size_mismatch():
+    with pytest.raises(nova.ShapeError, match=r"shape \(2, 3\).*into \(4, 2\)"):
+        jnp.ones((2, 3)).reshape(4, 2)
+    with pytest.raises(nova.ShapeError):
+        jnp.reshape(jnp.ones(7), (-1, 2))
+
+
+def test_escaped_tracer_names_creation_line():
+    leaked = []
+
+    @nova.jit
+    def f(x):
+        y = jnp.sin(x)
+        leaked.append(y)
+        return y
+
+    f(np.ones(3))
+    with pytest.raises(nova.UnexpectedTracerError, match=r"created at .*test_errors.py:\d+ escaped"):
+        leaked[0] + 1.0
+    with pytest.raises(nova.UnexpectedTracerError):
+        nova.jit(lambda x: x + leaked[0])(np.ones(3))
+
+
+def test_escaped_tracer_from_grad():
+    leaked = []
+
+    def loss(x):
+        leaked.append(x * 2.0)
+        return jnp.sum(x)
+
+    nova.grad(loss)(np.ones(2))
+    with pytest.raises(nova.UnexpectedTracerError):
+        jnp.exp(leaked[0])
+
+
+@pytest.mark.parametrize("conv", [bool, int, float])
+def test_python_conversion_of_traced_value(conv):
+    @nova.jit
+    def f(x, flag):
+        if conv(flag):
+            return x
+        return -x
+
+    err = nova.TracerBoolConversionError if conv is bool else nova.ConcretizationTypeError
+    with pytest.raises(err, match=r"argument 'flag'.*static_argnums"):
+        f(np.ones(2), 1.0)
+
+
+def test_if_on_traced_comparison_names_argument():
+    @nova.jit
+    def relu_branchy(x):
+        return x if x > 0 else 0 * x
+
+    with pytest.raises(nova.TracerBoolConversionError, match="argument 'x'"):
+        relu_branchy(1.0)
+    # the suggested fix works
+    g = nova.jit(lambda x, s: x * 2 if s > 0 else x, static_argnums=1)
+    assert float(g(np.float32(3), 1)) == 6.0
+
+
+def test_numpy_conversion_of_traced_value():
+    with pytest.raises(nova.ConcretizationTypeError, match="np.asarray"):
+        nova.jit(lambda x: np.asarray(x))(np.ones(2))
+
+
+def test_bad_axis():
+    with pytest.raises(ValueError, match="axis 2 is out of bounds for an array of dimension 2"):
+        jnp.sum(jnp.ones((2, 3)), axis=2)
+    with pytest.raises(ValueError, match="repeated axis"):
+        jnp.sum(jnp.ones((2, 3)), axis=(0, -2))
+    with pytest.raises(TypeError, match="axis must be an integer"):
+        jnp.sum(jnp.ones((2, 3)), axis=1.5)
+
+
+def test_unknown_dtype_and_bad_argument_types():
+    with pytest.raises(TypeError, match="unknown dtype 'float128x'"):
+        jnp.zeros(3, dtype="float128x")
+    with pytest.raises(TypeError, match="complex128 is not supported"):
+        jnp.zeros(3, dtype=np.complex128)
+    with pytest.raises(TypeError, match="str"):
+        jnp.exp("hello")
+    with pytest.raises(TypeError, match="shape must be an int or a sequence of ints"):
+        jnp.zeros("abc")
+    with pytest.raises(ValueError, match="negative dimensions"):
+        jnp.ones((2, -1))
+    with pytest.raises(TypeError, match="argument 'x' of type object"):
+        nova.jit(lambda x: x)(object())
+
+
+def test_arrays_are_immutable():
+    x = jnp.ones(3)
+    with pytest.raises(TypeError, match=r"x.at\[idx\].set"):
+        x[0] = 2.0
+
+
+def test_config_errors():
+    with pytest.raises(KeyError, match="unknown config flag"):
+        nova.config.update("no_such_flag", 1)
+    with pytest.raises(ValueError, match="matmul_precision"):
+        nova.config.update("matmul_precision", "fast")

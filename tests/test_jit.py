@@ -1,0 +1,133 @@
+"""jit: signature cache, stages, static and donated arguments, inlining into other transforms."""
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from tests.helpers import assert_close
+
+
+def test_cache_hits_misses_and_reasons():
+    calls = []
+
+    def f(x, n):
+        calls.append(1)
+        return x * n
+
+    jf = nova.jit(f, static_argnums=1)
+    x = np.ones((2, 3), np.float32)
+    assert_close(jf(x, 2), 2 * x)
+    assert_close(jf(x + 1, 2), 2 * (x + 1))
+    assert len(calls) == 1
+    jf(np.ones((2, 4), np.float32), 2)
+    jf(x, 3)
+    jf(x.astype(np.float64), 3)
+    info = jf.cache_info()
+    assert (info.hits, info.misses, info.size) == (1, 4, 4)
+    assert info.miss_reasons[0] == "first call"
+    assert "argument 'x' changed: tensor<2x3xf32> -> tensor<2x4xf32>" in info.miss_reasons[1]
+    assert "static argument 'n' changed: 2 -> 3" in info.miss_reasons[2]
+    assert "f64" in info.miss_reasons[3]
+    assert len(calls) == 4
+
+
+def test_pytree_structure_change_retraces():
+    jf = nova.jit(lambda d: d["a"] + d.get("b", 0.0))
+    jf({"a": np.ones(2, np.float32)})
+    jf({"a": np.ones(2, np.float32), "b": np.ones(2, np.float32)})
+    assert "pytree structure changed" in jf.cache_info().miss_reasons[1]
+
+
+def test_config_flag_is_part_of_the_key():
+    jf = nova.jit(lambda x: x @ x)
+    x = np.eye(3, dtype=np.float32)
+    jf(x)
+    nova.config.update("matmul_precision", "tf32")
+    try:
+        jf(x)
+    finally:
+        nova.config.update("matmul_precision", "highest")
+    assert jf.cache_info().misses == 2
+    assert "config flags changed" in jf.cache_info().miss_reasons[1]
+
+
+def test_stages_as_text_cost_memory():
+    def f(x, w):
+        return jnp.tanh(x @ w).sum()
+
+    x, w = np.ones((8, 16), np.float32), np.ones((16, 4), np.float32)
+    traced = nova.jit(f).trace(x, w)
+    assert "nova.dot_general" in traced.as_text()
+    lowered = traced.lower()
+    assert "func.func @main" in lowered.as_text()
+    compiled = lowered.compile()
+    assert_close(compiled(x, w), np.tanh(x @ w).sum())
+    cost = compiled.cost_analysis()
+    assert cost["flops"] >= 2 * 8 * 16 * 4
+    mem = compiled.memory_analysis()
+    assert mem["argument_bytes"] == x.nbytes + w.nbytes and mem["output_bytes"] == 4
+    assert mem["peak_bytes"] >= mem["argument_bytes"]
+    with pytest.raises(TypeError, match="different signature"):
+        compiled(np.ones((8, 15), np.float32), w)
+
+
+def test_shape_dtype_struct_lowering_without_data():
+    s = nova.ShapeDtypeStruct((4, 4), "float32")
+    text = nova.jit(lambda x: jnp.exp(x)).lower(s).as_text()
+    assert "tensor<4x4xf32>" in text and "nova.exp" in text
+
+
+def test_static_argnames_and_kwargs():
+    jf = nova.jit(lambda x, *, axis: jnp.sum(x, axis=axis), static_argnames="axis")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert_close(jf(x, axis=0), x.sum(0))
+    assert_close(jf(x, axis=1), x.sum(1))
+
+
+def test_unhashable_static_argument_raises():
+    jf = nova.jit(lambda x, axes: jnp.sum(x, axis=axes), static_argnums=1)
+    with pytest.raises(TypeError, match="static argument 'axes' must be hashable"):
+        jf(np.ones((2, 2)), [0])
+
+
+def test_donated_arguments_are_deleted():
+    jf = nova.jit(lambda p, g: p - 0.1 * g, donate_argnums=0)
+    p = jnp.ones(3)
+    out = jf(p, jnp.ones(3))
+    assert_close(out, np.full(3, 0.9, np.float32))
+    assert p.is_deleted() and p.shape == (3,)
+    with pytest.raises(nova.DeletedArrayError, match="donated"):
+        np.asarray(p)
+
+
+def test_jit_inside_grad_and_jit_inside_jit():
+    inner = nova.jit(lambda x: jnp.sin(x) * 2.0)
+    outer = nova.jit(lambda x: inner(x) + inner(x * 2.0))
+    x = np.array([0.1, 0.2, 0.3])
+    assert_close(outer(x), 2 * np.sin(x) + 2 * np.sin(2 * x))
+    assert_close(nova.grad(lambda x: jnp.sum(outer(x)))(x), 2 * np.cos(x) + 4 * np.cos(2 * x))
+    # the inner function traced once per signature even though it is used twice
+    assert inner.cache_info().misses == 1
+
+
+def test_constants_and_python_scalars():
+    c = jnp.asarray([1.0, 2.0])
+    jf = nova.jit(lambda x, s: x * s + c)
+    assert_close(jf(np.array([1.0, 1.0], np.float32), 3.0), [4.0, 5.0])
+    out = jf(np.array([1.0, 1.0], np.float32), 3.0)
+    assert out.dtype == np.float32
+
+
+def test_outputs_can_be_inputs_and_constants():
+    jf = nova.jit(lambda x: (x, 1.0, {"y": x + 1}))
+    a, b, d = jf(np.ones(2, np.float32))
+    assert_close(a, np.ones(2))
+    assert_close(b, 1.0)
+    assert_close(d["y"], 2 * np.ones(2))
+
+
+def test_make_program():
+    p = nova.make_program(lambda x: jnp.exp(x) + 1.0)(np.ones(3, np.float32))
+    assert isinstance(p, nova.Program)
+    assert p.count("exp") == 1 and p.count("add") == 1

@@ -142,7 +142,14 @@ def _attach_methods():
 
 
 def _method(name):
-    return lambda self, *a, **k: globals()[name](self, *a, **k)
+    def method(self, *a, out=None, **k):
+        # NumPy's functions (np.sum(x)) call these methods with out=None.
+        if out is not None:
+            raise NotImplementedError(f"{name}: the out= argument is not supported (arrays are immutable)")
+        return globals()[name](self, *a, **k)
+
+    method.__name__ = name
+    return method
 
 
 def _setitem_error(self, idx, value):

@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(VPY) -m pytest -q -n 2 tests
 
 train: $(STAMP)
-	$(VPY) examples/gpt2/train.py
+	$(VPY) examples/mlp_demo.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -191,9 +191,11 @@ class Lowered:
     """The Program after the compiler's passes, for one signature and target."""
 
     def __init__(self, traced: Traced, target: str | None):
+        from nova.compiler.pipeline import run_passes
+
         self._traced = traced
         self.target = target
-        self.program = traced.program
+        self.program = run_passes(traced.program)
 
     def as_text(self) -> str:
         return self.program.as_text()

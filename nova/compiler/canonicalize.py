@@ -1,0 +1,74 @@
+"""Canonicalization: constant folding and removal of identity movement/cast ops.
+
+Rules (each local, applied in one forward sweep):
+- an equation whose inputs are all constants is evaluated (when that does not grow the data);
+- identity reshape / broadcast_in_dim / transpose / convert_element_type / copy -> its input;
+- reshape of reshape -> one reshape; transpose of transpose -> one transpose (or none);
+  broadcast_in_dim of broadcast_in_dim -> one broadcast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nova.compiler.rewrite import Rewriter, constant_value
+from nova.core.ir import Program
+from nova.core.trace import _reference_eval
+
+_NO_FOLD = {"constant", "iota", "broadcast_in_dim"}
+_FOLD_LIMIT = 4096  # elements: folding must not turn a cheap broadcast into a big constant
+
+
+def canonicalize(program: Program) -> Program:
+    rw = Rewriter(program)
+    for e in program.eqns:
+        ins = [rw.get(v) for v in e.inputs]
+        name = e.prim.name
+        if name == "copy":
+            rw.replace(e.outputs[0], ins[0])
+            continue
+        if name in ("reshape", "convert_element_type", "broadcast_in_dim", "transpose") and (
+            ins[0].type == e.outputs[0].type and _is_identity(name, e.params, ins[0].type)
+        ):
+            rw.replace(e.outputs[0], ins[0])
+            continue
+        src = rw.producer.get(id(ins[0])) if ins else None
+        if name == "reshape" and src is not None and src.prim.name == "reshape":
+            (out,) = rw.emit("reshape", [src.inputs[0]], e.params, e.source)
+            rw.replace(e.outputs[0], out)
+            continue
+        if name == "transpose" and src is not None and src.prim.name == "transpose":
+            inner, outer = src.params["permutation"], e.params["permutation"]
+            perm = tuple(inner[p] for p in outer)
+            if perm == tuple(range(len(perm))):
+                rw.replace(e.outputs[0], src.inputs[0])
+            else:
+                (out,) = rw.emit("transpose", [src.inputs[0]], {"permutation": perm}, e.source)
+                rw.replace(e.outputs[0], out)
+            continue
+        if name == "broadcast_in_dim" and src is not None and src.prim.name == "broadcast_in_dim":
+            inner_dims = src.params["broadcast_dimensions"]
+            outer_dims = e.params["broadcast_dimensions"]
+            dims = tuple(outer_dims[d] for d in inner_dims)
+            (out,) = rw.emit("broadcast_in_dim", [src.inputs[0]],
+                             {"shape": e.params["shape"], "broadcast_dimensions": dims}, e.source)
+            rw.replace(e.outputs[0], out)
+            continue
+        if (ins and name not in _NO_FOLD and all(o.type.size <= _FOLD_LIMIT for o in e.outputs)):
+            consts = [constant_value(v, rw.producer) for v in ins]
+            if all(c is not None for c in consts):
+                vals = _reference_eval(e.prim, [np.asarray(c) for c in consts], e.params,
+                                       [o.type for o in e.outputs])
+                for o, val in zip(e.outputs, vals, strict=True):
+                    rw.replace(o, rw.constant(val, e.source))
+                continue
+        rw.keep(e)
+    return rw.finish()
+
+
+def _is_identity(name, params, in_type) -> bool:
+    if name == "transpose":
+        return params["permutation"] == tuple(range(in_type.ndim))
+    if name == "broadcast_in_dim":
+        return params["broadcast_dimensions"] == tuple(range(in_type.ndim))
+    return True

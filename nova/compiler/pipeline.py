@@ -1,0 +1,62 @@
+"""The pass pipeline as one literal list, with verification between passes.
+
+`NOVA_DUMP_DIR=dir` writes the Program after each pass; `NOVA_LOG_COMPILES=1` logs each compile
+with the time per pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from nova.compiler.canonicalize import canonicalize
+from nova.compiler.cse import cse
+from nova.compiler.dce import dce
+from nova.compiler.simplify import simplify
+from nova.core.ir import Program, verify_program
+
+log = logging.getLogger("nova.compiler")
+
+# Program -> Program passes, in order. Canonicalize and simplify enable each other, so the pair
+# runs twice; cse before the second round merges the duplicates reverse mode produces.
+PASSES = [
+    ("canonicalize", canonicalize),
+    ("simplify", simplify),
+    ("cse", cse),
+    ("canonicalize", canonicalize),
+    ("simplify", simplify),
+    ("cse", cse),
+    ("dce", dce),
+]
+
+
+def _dump(dump_dir: str, index: int, name: str, program: Program, tag: str) -> None:
+    os.makedirs(dump_dir, exist_ok=True)
+    path = os.path.join(dump_dir, f"{tag}.{index:02d}.{name}.mlir")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(program.as_text())
+    os.replace(tmp, path)
+
+
+def run_passes(program: Program, *, verify: bool = True, tag: str | None = None) -> Program:
+    """Runs PASSES over `program`; verifies after each pass when `verify` (always in tests)."""
+    dump_dir = os.environ.get("NOVA_DUMP_DIR")
+    logging_on = os.environ.get("NOVA_LOG_COMPILES") == "1"
+    tag = tag or program.structural_hash()[:12]
+    if dump_dir:
+        _dump(dump_dir, 0, "input", program, tag)
+    timings = []
+    for i, (name, fn) in enumerate(PASSES, start=1):
+        t0 = time.perf_counter()
+        program = fn(program)
+        timings.append((name, time.perf_counter() - t0))
+        if verify:
+            verify_program(program, pass_name=name)
+        if dump_dir:
+            _dump(dump_dir, i, name, program, tag)
+    if logging_on:
+        log.warning("nova compile %s: %d equations; %s", tag, len(program.eqns),
+                    ", ".join(f"{n} {t * 1e3:.2f} ms" for n, t in timings))
+    return program

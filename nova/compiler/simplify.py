@@ -1,0 +1,80 @@
+"""Algebraic simplification and the clean-ups that reverse mode makes necessary.
+
+- x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 -> x (exact in IEEE arithmetic);
+- zero cotangents: neg/broadcast/reshape/transpose/reduce_sum/convert of zeros -> zeros and
+  select(p, z, z) -> z (exact, so user arithmetic keeps its IEEE meaning);
+- broadcast-then-reduce: reduce_sum over exactly the dimensions a broadcast added -> x * n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nova.compiler.rewrite import Rewriter, splat_value
+from nova.core.ir import Program
+
+# Ops that map an all-zero operand to all zeros exactly. (mul and dot_general are not here:
+# inf * 0 is NaN, and Nova does not change the meaning of user arithmetic.)
+_ZERO_PRESERVING = {"neg", "broadcast_in_dim", "reshape", "transpose", "reduce_sum",
+                    "convert_element_type"}
+
+
+def simplify(program: Program) -> Program:
+    rw = Rewriter(program)
+    for e in program.eqns:
+        ins = [rw.get(v) for v in e.inputs]
+        name = e.prim.name
+        out = e.outputs[0] if e.outputs else None
+        splats = [splat_value(v, rw.producer) for v in ins]
+        if name in ("add", "sub") and splats[1] == 0 and ins[0].type == out.type:
+            rw.replace(out, ins[0])
+            continue
+        if name == "add" and splats[0] == 0 and ins[1].type == out.type:
+            rw.replace(out, ins[1])
+            continue
+        if name in ("mul", "div") and splats[1] == 1 and ins[0].type == out.type:
+            rw.replace(out, ins[0])
+            continue
+        if name == "mul" and splats[0] == 1 and ins[1].type == out.type:
+            rw.replace(out, ins[1])
+            continue
+        if name in _ZERO_PRESERVING and splats and splats[0] == 0:
+            rw.replace(out, _zeros(rw, out, e.source))
+            continue
+        if name == "select" and splats[1] == 0 and splats[2] == 0:
+            rw.replace(out, _zeros(rw, out, e.source))
+            continue
+        if name == "reduce_sum":
+            src = rw.producer.get(id(ins[0]))
+            if src is not None and src.prim.name == "broadcast_in_dim":
+                added = _added_dims(src)
+                if added is not None and set(e.params["axes"]) == added and \
+                        src.inputs[0].type.shape == out.type.shape:
+                    n = int(np.prod([src.outputs[0].type.shape[a] for a in added], dtype=np.int64))
+                    x = src.inputs[0]
+                    c = rw.constant(np.asarray(n, dtype=x.type.dtype), e.source)
+                    (cb,) = rw.emit("broadcast_in_dim", [c], {"shape": x.type.shape,
+                                                               "broadcast_dimensions": ()}, e.source)
+                    (res,) = rw.emit("mul", [x, cb], {}, e.source)
+                    rw.replace(out, res)
+                    continue
+        rw.keep(e)
+    return rw.finish()
+
+
+def _zeros(rw: Rewriter, like, source):
+    c = rw.constant(np.zeros((), like.type.dtype), source)
+    if like.type.shape == ():
+        return c
+    (b,) = rw.emit("broadcast_in_dim", [c], {"shape": like.type.shape, "broadcast_dimensions": ()},
+                   source)
+    return b
+
+
+def _added_dims(bcast):
+    """The output dims a broadcast_in_dim added (not mapped from an operand dim), or None."""
+    dims = bcast.params["broadcast_dimensions"]
+    in_shape = bcast.inputs[0].type.shape
+    if any(in_shape[i] == 1 and bcast.outputs[0].type.shape[d] != 1 for i, d in enumerate(dims)):
+        return None
+    return set(range(len(bcast.params["shape"]))) - set(dims)

@@ -1,0 +1,1 @@
+"""Kernel synthesis: backend-neutral Kernel descriptions to MLIR text, per target."""

@@ -1,0 +1,347 @@
+"""A typed MLIR text builder implementing the kernel-hook builder protocol (nova/core/primitive.py).
+
+Primitive kernel hooks call methods such as `b.exp(x)`, `b.cmp("lt", x, y)`, `b.select(c, x, y)`;
+this builder emits the matching `arith` / `math` / `vector` ops as MLIR text on scalars or on
+vectors (`vector<16xf32>`), inserting broadcasts of scalar operands and the f32 round trip of
+f16/bf16 arithmetic. It never imports MLIR: codegen produces text, and only the compile step parses
+it (MLIR_NOTES.md §6: text generation + parse is the fastest way to build IR from Python).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from nova.core import dtypes
+
+_ELEM = {
+    dtypes.bool_: "i1", dtypes.uint8: "i8", dtypes.uint32: "i32", dtypes.int32: "i32",
+    dtypes.int64: "i64", dtypes.float16: "f16", dtypes.bfloat16: "bf16", dtypes.float32: "f32",
+    dtypes.float64: "f64",
+}
+_UNSIGNED = {dtypes.uint8, dtypes.uint32, dtypes.bool_}
+
+
+def elem_type(dtype) -> str:
+    """The MLIR element type of a dtype (signless integers; "index" for index arithmetic)."""
+    if dtype == "index":
+        return "index"
+    return _ELEM[np.dtype(dtype)]
+
+
+@dataclass(frozen=True)
+class Value:
+    """An SSA value: its name, dtype (np.dtype or "index") and vector width (0 for scalars)."""
+
+    name: str
+    dtype: object
+    width: int = 0
+
+    @property
+    def elem(self) -> str:
+        return elem_type(self.dtype)
+
+    @property
+    def type(self) -> str:
+        return f"vector<{self.width}x{self.elem}>" if self.width else self.elem
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype != "index" and dtypes.is_float(self.dtype)
+
+    @property
+    def unsigned(self) -> bool:
+        return self.dtype == "index" or np.dtype(self.dtype) in _UNSIGNED
+
+
+def float_literal(v: float, elem: str) -> str:
+    if math.isnan(v):
+        return {"f16": "0x7E00", "bf16": "0x7FC0", "f32": "0x7FC00000", "f64": "0x7FF8000000000000"}[elem]
+    if math.isinf(v):
+        pos = {"f16": "0x7C00", "bf16": "0x7F80", "f32": "0x7F800000", "f64": "0x7FF0000000000000"}
+        neg = {"f16": "0xFC00", "bf16": "0xFF80", "f32": "0xFF800000", "f64": "0xFFF0000000000000"}
+        return (pos if v > 0 else neg)[elem]
+    return repr(float(v))
+
+
+class Builder:
+    """Emits lines of MLIR into `self.lines`; every method returns a Value."""
+
+    def __init__(self, prefix: str = "v"):
+        self.lines: list[str] = []
+        self.prefix = prefix
+        self.count = 0
+        self.indent = 2
+        # The element dtype `const(v, None)` takes: set by the codegen to the equation's dtype.
+        self.default_dtype = dtypes.float32
+        self._consts: dict = {}
+
+    # --- plumbing ---------------------------------------------------------------------------
+    def fresh(self) -> str:
+        self.count += 1
+        return f"%{self.prefix}{self.count}"
+
+    def emit(self, text: str) -> None:
+        self.lines.append(" " * self.indent + text)
+
+    def op(self, text: str, dtype, width: int) -> Value:
+        name = self.fresh()
+        self.emit(f"{name} = {text}")
+        return Value(name, dtype, width)
+
+    def const(self, v, dtype=None, width: int = 0) -> Value:
+        dtype = self.default_dtype if dtype is None else dtype
+        if dtype != "index":
+            dtype = np.dtype(dtype)
+        key = (repr(v), str(dtype), width, self.indent)
+        hit = self._consts.get(key)
+        if hit is not None:
+            return hit
+        el = elem_type(dtype)
+        if dtype != "index" and dtypes.is_float(dtype):
+            lit = float_literal(float(v), el)
+        elif el == "i1":
+            lit = "true" if bool(v) else "false"
+        else:
+            lit = str(int(v))
+        if width:
+            val = self.op(f"arith.constant dense<{lit}> : vector<{width}x{el}>", dtype, width)
+        else:
+            val = self.op(f"arith.constant {lit} : {el}", dtype, 0)
+        self._consts[key] = val
+        return val
+
+    def forget_constants(self) -> None:
+        """Constants defined inside a region must not be reused after it closes."""
+        self._consts.clear()
+
+    def splat(self, x: Value, width: int) -> Value:
+        if x.width == width:
+            return x
+        if x.width:
+            raise ValueError(f"cannot broadcast {x.type} to width {width}")
+        return self.op(f"vector.broadcast {x.name} : {x.elem} to vector<{width}x{x.elem}>",
+                       x.dtype, width)
+
+    def _coerce(self, *xs: Value) -> list[Value]:
+        w = max(x.width for x in xs)
+        return [self.splat(x, w) if w else x for x in xs]
+
+    def _wide(self, x: Value) -> Value:
+        """f16/bf16 compute in f32 (each op rounds back, as NumPy/ml_dtypes do)."""
+        if x.elem in ("f16", "bf16"):
+            t = f"vector<{x.width}xf32>" if x.width else "f32"
+            return self.op(f"arith.extf {x.name} : {x.type} to {t}", dtypes.float32, x.width)
+        return x
+
+    def _narrow(self, x: Value, dtype) -> Value:
+        if elem_type(dtype) in ("f16", "bf16") and x.elem == "f32":
+            el = elem_type(dtype)
+            t = f"vector<{x.width}x{el}>" if x.width else el
+            return self.op(f"arith.truncf {x.name} : {x.type} to {t}", np.dtype(dtype), x.width)
+        return x
+
+    def _float_op(self, opname: str, *xs: Value) -> Value:
+        xs = self._coerce(*xs)
+        dt = xs[0].dtype
+        ws = [self._wide(x) for x in xs]
+        r = self.op(f"{opname} {', '.join(w.name for w in ws)} : {ws[0].type}", ws[0].dtype,
+                    ws[0].width)
+        return self._narrow(r, dt)
+
+    def _int_op(self, opname: str, *xs: Value) -> Value:
+        xs = self._coerce(*xs)
+        return self.op(f"{opname} {', '.join(x.name for x in xs)} : {xs[0].type}", xs[0].dtype,
+                       xs[0].width)
+
+    # --- arithmetic -------------------------------------------------------------------------
+    def add(self, a, b):
+        return self._float_op("arith.addf", a, b) if a.is_float else self._int_op("arith.addi", a, b)
+
+    def sub(self, a, b):
+        return self._float_op("arith.subf", a, b) if a.is_float else self._int_op("arith.subi", a, b)
+
+    def mul(self, a, b):
+        return self._float_op("arith.mulf", a, b) if a.is_float else self._int_op("arith.muli", a, b)
+
+    def div(self, a, b):
+        if a.is_float:
+            return self._float_op("arith.divf", a, b)
+        if a.dtype == "index":
+            return self._int_op("arith.divui", a, b)
+        # Integer division by zero is undefined in LLVM; Nova defines it as 0 (like its reference).
+        a, b = self._coerce(a, b)
+        zero, one = self.const(0, a.dtype, a.width), self.const(1, a.dtype, a.width)
+        is0 = self.cmp("eq", b, zero)
+        safe = self.select(is0, one, b)
+        q = self._int_op("arith.divui" if a.unsigned else "arith.divsi", a, safe)
+        return self.select(is0, zero, q)
+
+    def rem(self, a, b):
+        if a.is_float:
+            return self._float_op("arith.remf", a, b)
+        if a.dtype == "index":
+            return self._int_op("arith.remui", a, b)
+        a, b = self._coerce(a, b)
+        zero, one = self.const(0, a.dtype, a.width), self.const(1, a.dtype, a.width)
+        is0 = self.cmp("eq", b, zero)
+        r = self._int_op("arith.remui" if a.unsigned else "arith.remsi", a, self.select(is0, one, b))
+        return self.select(is0, zero, r)
+
+    def neg(self, a):
+        if a.is_float:
+            return self._float_op("arith.negf", a)
+        return self.sub(self.const(0, a.dtype, a.width), a)
+
+    def max(self, a, b):
+        if a.is_float:
+            return self._float_op("arith.maximumf", a, b)  # NaN-propagating, as numpy.maximum
+        return self._int_op("arith.maxui" if a.unsigned else "arith.maxsi", a, b)
+
+    def min(self, a, b):
+        if a.is_float:
+            return self._float_op("arith.minimumf", a, b)
+        return self._int_op("arith.minui" if a.unsigned else "arith.minsi", a, b)
+
+    def abs(self, a):
+        if a.is_float:
+            return self._float_op("math.absf", a)
+        if a.unsigned:
+            return a
+        return self._int_op("math.absi", a)
+
+    def sign(self, a):
+        zero, one = self.const(0, a.dtype, a.width), self.const(1, a.dtype, a.width)
+        if a.unsigned:
+            return self.select(self.cmp("ne", a, zero), one, zero)
+        pos = self.select(self.cmp("gt", a, zero), one, zero)
+        s = self.select(self.cmp("lt", a, zero), self.neg(one), pos)
+        if a.is_float:  # sign(nan) is nan
+            return self.select(self.isnan(a), a, s)
+        return s
+
+    def _math(name):  # noqa: N805 - a small factory evaluated in the class body
+        def f(self, a):
+            return self._float_op(f"math.{name}", a)
+
+        f.__name__ = name
+        return f
+
+    exp = _math("exp")
+    exp2 = _math("exp2")
+    expm1 = _math("expm1")
+    log = _math("log")
+    log2 = _math("log2")
+    log1p = _math("log1p")
+    tanh = _math("tanh")
+    sinh = _math("sinh")
+    cosh = _math("cosh")
+    sin = _math("sin")
+    cos = _math("cos")
+    tan = _math("tan")
+    atan = _math("atan")
+    sqrt = _math("sqrt")
+    rsqrt = _math("rsqrt")
+    floor = _math("floor")
+    ceil = _math("ceil")
+    round = _math("roundeven")  # half to even, as numpy.round
+    erf = _math("erf")
+    del _math
+
+    def atan2(self, a, b):
+        return self._float_op("math.atan2", a, b)
+
+    def pow(self, a, b):
+        return self._float_op("math.powf", a, b)
+
+    def logistic(self, a):
+        half = self.const(0.5, a.dtype, a.width)
+        return self.mul(half, self.add(self.tanh(self.mul(half, a)), self.const(1, a.dtype, a.width)))
+
+    # --- comparisons, logic, select, casts -------------------------------------------------
+    _FPRED = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+    _SPRED = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+    _UPRED = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
+
+    def cmp(self, pred: str, a, b):
+        a, b = self._coerce(a, b)
+        if a.is_float:
+            wa, wb = self._wide(a), self._wide(b)
+            return self.op(f"arith.cmpf {self._FPRED[pred]}, {wa.name}, {wb.name} : {wa.type}",
+                           dtypes.bool_, a.width)
+        table = self._UPRED if a.unsigned else self._SPRED
+        return self.op(f"arith.cmpi {table[pred]}, {a.name}, {b.name} : {a.type}", dtypes.bool_,
+                       a.width)
+
+    def isnan(self, a):
+        w = self._wide(a)
+        return self.op(f"arith.cmpf uno, {w.name}, {w.name} : {w.type}", dtypes.bool_, a.width)
+
+    def isinf(self, a):
+        w = self._wide(a)
+        inf = self.const(float("inf"), w.dtype, w.width)
+        absx = self.op(f"math.absf {w.name} : {w.type}", w.dtype, w.width)
+        return self.op(f"arith.cmpf oeq, {absx.name}, {inf.name} : {w.type}", dtypes.bool_, a.width)
+
+    def select(self, c, a, b):
+        a, b = self._coerce(a, b)
+        if c.width != a.width:
+            if c.width == 0:
+                # A scalar condition selects whole vectors.
+                return self.op(f"arith.select {c.name}, {a.name}, {b.name} : {a.type}", a.dtype,
+                               a.width)
+            a, b = self.splat(a, c.width), self.splat(b, c.width)
+        cond_t = f"vector<{c.width}xi1>" if c.width else "i1"
+        return self.op(f"arith.select {c.name}, {a.name}, {b.name} : {cond_t}, {a.type}",
+                       a.dtype, a.width)
+
+    def and_(self, a, b):
+        return self._int_op("arith.andi", a, b)
+
+    def or_(self, a, b):
+        return self._int_op("arith.ori", a, b)
+
+    def xor(self, a, b):
+        return self._int_op("arith.xori", a, b)
+
+    def not_(self, a):
+        ones = self.const(True if a.elem == "i1" else -1, a.dtype, a.width)
+        return self._int_op("arith.xori", a, ones)
+
+    def cast(self, x, dtype):
+        dtype = np.dtype(dtype)
+        src, dst = x.elem, elem_type(dtype)
+        w = x.width
+        t = f"vector<{w}x{dst}>" if w else dst
+        if x.dtype == dtype:
+            return x
+        if dtype == dtypes.bool_:
+            return self.cmp("ne", x, self.const(0, x.dtype, w))
+        if x.is_float and dtypes.is_float(dtype):
+            bits = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+            if src in ("f16", "bf16") and dst in ("f16", "bf16"):
+                return self._narrow(self._wide(x), dtype)
+            opname = "arith.extf" if bits[dst] > bits[src] else "arith.truncf"
+            return self.op(f"{opname} {x.name} : {x.type} to {t}", dtype, w)
+        if x.is_float:  # float -> int: truncate toward zero; NaN -> 0
+            wide = self._wide(x)
+            tgt = "arith.fptoui" if dtype in _UNSIGNED else "arith.fptosi"
+            iv = self.op(f"{tgt} {wide.name} : {wide.type} to {t}", dtype, w)
+            return self.select(self.isnan(x), self.const(0, dtype, w), iv)
+        if dtypes.is_float(dtype):  # int -> float
+            opname = "arith.uitofp" if x.unsigned else "arith.sitofp"
+            if dst in ("f16", "bf16"):
+                f = self.op(f"{opname} {x.name} : {x.type} to {f'vector<{w}xf32>' if w else 'f32'}",
+                            dtypes.float32, w)
+                return self._narrow(f, dtype)
+            return self.op(f"{opname} {x.name} : {x.type} to {t}", dtype, w)
+        bits = {"i1": 1, "i8": 8, "i32": 32, "i64": 64}
+        if bits[dst] == bits[src]:
+            return Value(x.name, dtype, w)
+        if bits[dst] > bits[src]:
+            opname = "arith.extui" if x.unsigned else "arith.extsi"
+        else:
+            opname = "arith.trunci"
+        return self.op(f"{opname} {x.name} : {x.type} to {t}", dtype, w)

@@ -30,7 +30,7 @@ def asarray(x, dtype=None) -> Array:
             return lax.convert_element_type(x, dtypes.canonicalize(dtype))
         return x
     if isinstance(x, list | tuple) and any(isinstance(e, Array) for e in _flat_items(x)):
-        from nova.numpy_impl.shape import stack
+        from nova.numpy_impl.joining import stack
 
         return stack([asarray(e, dtype) for e in x])
     if dtype is not None:

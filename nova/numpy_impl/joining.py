@@ -153,7 +153,7 @@ def _split_points(name, x, indices_or_sections, ax, equal):
         each, extra = divmod(n, k)
         sizes = [each + 1] * extra + [each] * (k - extra)
         return list(np.cumsum([0] + sizes))
-    if sections.dtype.kind not in "iu":
+    if sections.dtype.kind not in "iu" and sections.size:
         raise TypeError(f"{name}: split indices must be integers, got {sections.dtype}{where_am_i()}")
     return [0] + [int(i) for i in sections.reshape(-1)] + [n]
 
@@ -329,7 +329,11 @@ _INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")
 
 def _pairs(name, value, ndim, as_int):
     """NumPy's _as_pairs: a scalar, (v,), (before, after) or one pair per axis -> ndim pairs."""
-    arr = np.asarray(value, dtype=np.int64 if as_int else None)
+    arr = np.asarray(value)
+    if as_int:
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"pad: {name} must be integers, got {value!r}{where_am_i()}")
+        arr = arr.astype(np.int64)
     if arr.ndim < 3 and arr.size == 1:
         v = arr.reshape(-1)[0].item()
         return [(v, v)] * ndim
@@ -354,10 +358,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     Raises ValueError for negative widths, unknown modes or unknown keyword arguments.
     """
     x = asarray(array)
-    try:
-        widths = _pairs("pad_width", pad_width, x.ndim, as_int=True)
-    except TypeError:
-        raise TypeError(f"pad: pad_width must be integers, got {pad_width!r}{where_am_i()}") from None
+    widths = _pairs("pad_width", pad_width, x.ndim, as_int=True)
     if any(w < 0 for p in widths for w in p):
         raise ValueError(f"pad: pad_width {pad_width!r} contains negative values{where_am_i()}")
     if mode == "constant":

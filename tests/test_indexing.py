@@ -30,20 +30,62 @@ _S = slice
 FORMS = {
     (): [(), Ellipsis, None, (None, Ellipsis), True, False],
     (0,): [_S(None), _S(1, 3), [], np.array([], int), (Ellipsis, None), np.zeros(0, bool)],
-    (5,): [0, -1, 4, -5, _S(None), _S(1, 4), _S(None, None, 2), _S(None, None, -1), _S(4, 0, -2),
-           _S(-2, None), _S(10, 20), _S(3, 1), [0, 4, 4, -1], np.array([[1, 2], [3, 0]]),
-           np.array([True, False, True, True, False]), (None, _S(None, 3)), (Ellipsis, 2),
-           np.int64(3), np.array(2), True, (0, True), [True, False, True, True, True]],
-    (3, 4): [1, (1, 2), (-1, -1), (_S(None), 1), (Ellipsis, 0), (None, 0, None),
-             (_S(None, None, -1), _S(1, None, 2)), ([0, 2], [1, 3]), ([[0], [2]], [1, 3]),
-             (_S(None), [3, 0, 0]), ([2, 0], _S(1, 3)), (1, [0, 3]), ([1], 2),
-             np.arange(12).reshape(3, 4) % 3 == 0, (np.array([True, False, True]), 1),
-             (Ellipsis, None), (_S(0, 0), _S(None)), (None, Ellipsis, None)],
-    (2, 3, 4): [(0, _S(None), [0, 1]), ([0, 1], _S(None), [1, 3]), (_S(None), [0, 2], [1, 3]),
-                (Ellipsis, [1, 2]), (1, Ellipsis, None, _S(1, 3)), ([[0], [1]], 0, [0, 2, 3]),
-                (_S(None), np.array([[True, False, True, False]] * 3)),
-                ([1, 0], None, [2, 1]), (_S(None, None, -1), [[0, 1]], _S(None, None, 3)),
-                (0, [1], _S(None), None)],
+    (5,): [
+        0,
+        -1,
+        4,
+        -5,
+        _S(None),
+        _S(1, 4),
+        _S(None, None, 2),
+        _S(None, None, -1),
+        _S(4, 0, -2),
+        _S(-2, None),
+        _S(10, 20),
+        _S(3, 1),
+        [0, 4, 4, -1],
+        np.array([[1, 2], [3, 0]]),
+        np.array([True, False, True, True, False]),
+        (None, _S(None, 3)),
+        (Ellipsis, 2),
+        np.int64(3),
+        np.array(2),
+        True,
+        (0, True),
+        [True, False, True, True, True],
+    ],
+    (3, 4): [
+        1,
+        (1, 2),
+        (-1, -1),
+        (_S(None), 1),
+        (Ellipsis, 0),
+        (None, 0, None),
+        (_S(None, None, -1), _S(1, None, 2)),
+        ([0, 2], [1, 3]),
+        ([[0], [2]], [1, 3]),
+        (_S(None), [3, 0, 0]),
+        ([2, 0], _S(1, 3)),
+        (1, [0, 3]),
+        ([1], 2),
+        np.arange(12).reshape(3, 4) % 3 == 0,
+        (np.array([True, False, True]), 1),
+        (Ellipsis, None),
+        (_S(0, 0), _S(None)),
+        (None, Ellipsis, None),
+    ],
+    (2, 3, 4): [
+        (0, _S(None), [0, 1]),
+        ([0, 1], _S(None), [1, 3]),
+        (_S(None), [0, 2], [1, 3]),
+        (Ellipsis, [1, 2]),
+        (1, Ellipsis, None, _S(1, 3)),
+        ([[0], [1]], 0, [0, 2, 3]),
+        (_S(None), np.array([[True, False, True, False]] * 3)),
+        ([1, 0], None, [2, 1]),
+        (_S(None, None, -1), [[0, 1]], _S(None, None, 3)),
+        (0, [1], _S(None), None),
+    ],
     (2, 0, 3): [(1, _S(None), 2), (_S(None), _S(None), [0, 2]), (Ellipsis, 0)],
 }
 FORM_CASES = [(shape, k) for shape in FORMS for k in range(len(FORMS[shape]))]
@@ -135,8 +177,13 @@ def test_concrete_mask_inside_grad():
 # --- gradients -----------------------------------------------------------------------------------
 
 GRAD_INDICES = [
-    (1, _S(None, None, -2)), (Ellipsis, [0, 0, 3]), ([2, 0, 2], _S(1, 3)), (None, 1, [1, 1]),
-    (np.array([[True, False, True, False]] * 3),), ([[0], [2]], [1, 3]), (_S(None), [3, 0], None),
+    (1, _S(None, None, -2)),
+    (Ellipsis, [0, 0, 3]),
+    ([2, 0, 2], _S(1, 3)),
+    (None, 1, [1, 1]),
+    (np.array([[True, False, True, False]] * 3),),
+    ([[0], [2]], [1, 3]),
+    (_S(None), [3, 0], None),
 ]
 
 
@@ -159,7 +206,9 @@ def test_take_matches_numpy(axis):
     n = x.size if axis is None else x.shape[axis]
     idx = np.array([[0, n - 1], [1, -1]])
     assert_close(jnp.take(x, idx, axis=axis), np.take(x, idx, axis=axis))
-    assert_close(jnp.take(x, jnp.asarray(idx.astype(np.int32)), axis=axis), np.take(x, idx, axis=axis))
+    assert_close(
+        jnp.take(x, jnp.asarray(idx.astype(np.int32)), axis=axis), np.take(x, idx, axis=axis)
+    )
     check_grads(lambda a: jnp.take(a, idx, axis=axis), [x])
 
 
@@ -168,7 +217,9 @@ def test_take_modes():
     idx = np.array([-7, -1, 0, 4, 6])
     assert_close(jnp.take(x, idx, mode="clip"), np.take(x, idx, mode="clip"))
     assert_close(jnp.take(x, idx, mode="wrap"), np.take(x, idx, mode="wrap"))
-    assert_close(jnp.take(x, jnp.asarray(idx.astype(np.int32)), mode="wrap"), np.take(x, idx, mode="wrap"))
+    assert_close(
+        jnp.take(x, jnp.asarray(idx.astype(np.int32)), mode="wrap"), np.take(x, idx, mode="wrap")
+    )
     with pytest.raises(IndexError, match="index -7 is out of bounds for axis 0 with size 5"):
         jnp.take(x, idx, mode="raise")
     with pytest.raises(IndexError, match="out of bounds"):
@@ -210,10 +261,23 @@ def test_take_along_axis_broadcasts_and_argsort_style_use():
 # --- x.at[idx] -----------------------------------------------------------------------------------
 
 AT_INDICES = [
-    0, -1, (1, 2), (_S(None), 1), (Ellipsis, 2), (None, 0), (_S(None, None, -1),), (_S(3, 0, -2),),
-    ([0, 1, 0],), (_S(None), [0, 2], [1, 3]), ([0, 1], _S(None), [1, 3]), (0, _S(None), [0, 1]),
-    (np.array([[0], [1]]), np.array([0, 2])), (_S(None), [0, 0, 2]), (1, _S(None, None, 2), [3, 3, 0]),
-    (np.arange(24).reshape(2, 3, 4)[..., 0] % 2 == 0,), (_S(None), [2, 2, 2], [1, 1, 1]),
+    0,
+    -1,
+    (1, 2),
+    (_S(None), 1),
+    (Ellipsis, 2),
+    (None, 0),
+    (_S(None, None, -1),),
+    (_S(3, 0, -2),),
+    ([0, 1, 0],),
+    (_S(None), [0, 2], [1, 3]),
+    ([0, 1], _S(None), [1, 3]),
+    (0, _S(None), [0, 1]),
+    (np.array([[0], [1]]), np.array([0, 2])),
+    (_S(None), [0, 0, 2]),
+    (1, _S(None, None, 2), [3, 3, 0]),
+    (np.arange(24).reshape(2, 3, 4)[..., 0] % 2 == 0,),
+    (_S(None), [2, 2, 2], [1, 1, 1]),
 ]
 METHODS = ["set", "add", "multiply", "min", "max"]
 
@@ -223,7 +287,9 @@ def _np_at(x, idx, v, method):
     if method == "set":
         y[idx] = v  # NumPy keeps the last of repeated indices, as nova does
     else:
-        {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[method].at(y, idx, v)
+        {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[method].at(
+            y, idx, v
+        )
     return y
 
 
@@ -275,8 +341,15 @@ def test_at_dynamic_out_of_range_is_dropped_like_jax():
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("idx", [([0, 2, 0], _S(1, 3)), (1, [3, 0]), (_S(None, None, -1), 0),
-                                 (np.array([[True, False, True, False]] * 3),)])
+@pytest.mark.parametrize(
+    "idx",
+    [
+        ([0, 2, 0], _S(1, 3)),
+        (1, [3, 0]),
+        (_S(None, None, -1), 0),
+        (np.array([[True, False, True, False]] * 3),),
+    ],
+)
 def test_at_gradients(method, idx):
     rng = np.random.default_rng(7)
     x = rng.permutation(12).reshape(3, 4) * 0.25 - 1.3  # distinct: no ties for min/max
@@ -317,7 +390,9 @@ def test_at_jit_traced_index_gradient():
 
 def test_static_out_of_range_raises_index_error_naming_axis_and_size():
     x = jnp.zeros((3, 4))
-    with pytest.raises(IndexError, match=rf"index 4 is out of bounds for axis 1 with size 4.*{THIS_FILE}"):
+    with pytest.raises(
+        IndexError, match=rf"index 4 is out of bounds for axis 1 with size 4.*{THIS_FILE}"
+    ):
         x[0, 4]
     with pytest.raises(IndexError, match="index -4 is out of bounds for axis 0 with size 3"):
         x[-4]
@@ -325,7 +400,9 @@ def test_static_out_of_range_raises_index_error_naming_axis_and_size():
         x[[0, 5]]
     with pytest.raises(IndexError, match="out of bounds"):
         x.at[3].set(1.0)
-    with pytest.raises(IndexError, match="too many indices for array: array is 2-dimensional, but 3"):
+    with pytest.raises(
+        IndexError, match="too many indices for array: array is 2-dimensional, but 3"
+    ):
         x[0, 0, 0]
     with pytest.raises(IndexError, match="single ellipsis"):
         x[..., 0, ...]
@@ -337,8 +414,9 @@ def test_static_out_of_range_raises_index_error_naming_axis_and_size():
         jnp.zeros((0, 2))[jnp.asarray(np.array([0], np.int32))]
 
 
-@pytest.mark.parametrize("bad", [1.0, np.float32(2), [0.5, 1.0], np.array([1.0]), "a", {"a": 1},
-                                 (0, 1.5), _S(0.5, 2)])
+@pytest.mark.parametrize(
+    "bad", [1.0, np.float32(2), [0.5, 1.0], np.array([1.0]), "a", {"a": 1}, (0, 1.5), _S(0.5, 2)]
+)
 def test_non_integer_indices_raise_type_error(bad):
     x = jnp.zeros((3, 4))
     with pytest.raises(TypeError, match=THIS_FILE):
@@ -354,7 +432,9 @@ def test_float_nova_array_index_raises_type_error():
 
 def test_traced_mask_and_slice_bounds_raise_concretization_error():
     x = np.arange(6.0)
-    with pytest.raises(nova.ConcretizationTypeError, match=rf"boolean mask.*static.*where.*{THIS_FILE}"):
+    with pytest.raises(
+        nova.ConcretizationTypeError, match=rf"boolean mask.*static.*where.*{THIS_FILE}"
+    ):
         nova.jit(lambda x: x[x > 2])(x)
     with pytest.raises(nova.ConcretizationTypeError, match="boolean mask"):
         nova.jit(lambda x: x.at[x > 2].set(0.0))(x)
@@ -364,7 +444,9 @@ def test_traced_mask_and_slice_bounds_raise_concretization_error():
 
 def test_at_value_shape_mismatch_raises_shape_error():
     x = jnp.zeros((3, 4))
-    with pytest.raises(nova.ShapeError, match=rf"values of shape \(3,\).*indexed shape \(2, 4\).*{THIS_FILE}"):
+    with pytest.raises(
+        nova.ShapeError, match=rf"values of shape \(3,\).*indexed shape \(2, 4\).*{THIS_FILE}"
+    ):
         x.at[:2].set(jnp.ones(3))
 
 

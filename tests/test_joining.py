@@ -29,8 +29,13 @@ def _same_list(got, expected):
 # --- concatenate and stack -----------------------------------------------------------------------
 
 CONCAT = [
-    ([(2, 3), (4, 3)], 0), ([(2, 3), (2, 1), (2, 0)], 1), ([(2, 3), (2, 3)], -1),
-    ([(0, 3), (2, 3)], 0), ([(5,)], 0), ([(2, 3), (3,)], None), ([(1, 2, 3), (1, 2, 3)], 2),
+    ([(2, 3), (4, 3)], 0),
+    ([(2, 3), (2, 1), (2, 0)], 1),
+    ([(2, 3), (2, 3)], -1),
+    ([(0, 3), (2, 3)], 0),
+    ([(5,)], 0),
+    ([(2, 3), (3,)], None),
+    ([(1, 2, 3), (1, 2, 3)], 2),
 ]
 
 
@@ -38,7 +43,9 @@ CONCAT = [
 def test_concatenate_matches_numpy(shapes, axis):
     xs = [_x(*s, seed=i) for i, s in enumerate(shapes)]
     assert_close(jnp.concatenate(xs, axis=axis), np.concatenate(xs, axis=axis))
-    assert_close(nova.jit(lambda *a: jnp.concatenate(a, axis=axis))(*xs), np.concatenate(xs, axis=axis))
+    assert_close(
+        nova.jit(lambda *a: jnp.concatenate(a, axis=axis))(*xs), np.concatenate(xs, axis=axis)
+    )
     check_grads(lambda *a: jnp.concatenate(a, axis=axis), xs)
 
 
@@ -100,8 +107,16 @@ def test_stack_family_matches_numpy(fn, shape):
 
 # --- split ---------------------------------------------------------------------------------------
 
-SPLITS = [(6, 0, (6, 2)), (3, 1, (2, 6)), ([1, 4], 1, (2, 6)), ([2, 10], 0, (6,)), ([-2], 0, (5, 2)),
-          ([3, 1], 0, (5,)), (1, 0, (0, 2)), ([], 0, (3,))]
+SPLITS = [
+    (6, 0, (6, 2)),
+    (3, 1, (2, 6)),
+    ([1, 4], 1, (2, 6)),
+    ([2, 10], 0, (6,)),
+    ([-2], 0, (5, 2)),
+    ([3, 1], 0, (5,)),
+    (1, 0, (0, 2)),
+    ([], 0, (3,)),
+]
 
 
 @pytest.mark.parametrize("ios,axis,shape", SPLITS)
@@ -129,7 +144,9 @@ def test_hsplit_vsplit():
 
 def test_split_errors():
     x = np.zeros((7, 2))
-    with pytest.raises(ValueError, match=rf"equal division: axis 0 of size 7 into 3 sections.*{THIS_FILE}"):
+    with pytest.raises(
+        ValueError, match=rf"equal division: axis 0 of size 7 into 3 sections.*{THIS_FILE}"
+    ):
         jnp.split(x, 3)
     with pytest.raises(ValueError, match="larger than 0"):
         jnp.split(x, 0)
@@ -141,8 +158,15 @@ def test_split_errors():
 
 # --- tile, repeat --------------------------------------------------------------------------------
 
-TILES = [((3,), 2), ((2, 3), (2, 1)), ((2, 3), (2, 1, 3)), ((), 3), ((2, 3), 0), ((0, 2), (2, 2)),
-         ((2, 1, 2), (1, 2))]
+TILES = [
+    ((3,), 2),
+    ((2, 3), (2, 1)),
+    ((2, 3), (2, 1, 3)),
+    ((), 3),
+    ((2, 3), 0),
+    ((0, 2), (2, 2)),
+    ((2, 1, 2), (1, 2)),
+]
 
 
 @pytest.mark.parametrize("shape,reps", TILES)
@@ -159,8 +183,16 @@ def test_tile_errors():
         jnp.tile(np.zeros(2), 1.5)
 
 
-REPEATS = [(2, None), (2, 0), (3, -1), ([1, 0, 2], 0), ([2, 1, 1, 0], 1), (0, 1), (np.array([2]), 0),
-           ([1, 2, 0, 1, 1, 3], None)]
+REPEATS = [
+    (2, None),
+    (2, 0),
+    (3, -1),
+    ([1, 0, 2], 0),
+    ([2, 1, 1, 0], 1),
+    (0, 1),
+    (np.array([2]), 0),
+    ([1, 2, 0, 1, 1, 3], None),
+]
 
 
 @pytest.mark.parametrize("reps,axis", REPEATS)
@@ -175,15 +207,20 @@ def test_repeat_errors():
     x = np.zeros((3, 2))
     with pytest.raises(ValueError, match="negative"):
         jnp.repeat(x, -1)
-    with pytest.raises(nova.ShapeError, match=rf"repeats of shape \(2,\) do not match axis 0 of size 3.*{THIS_FILE}"):
+    with pytest.raises(
+        nova.ShapeError,
+        match=rf"repeats of shape \(2,\) do not match axis 0 of size 3.*{THIS_FILE}",
+    ):
         jnp.repeat(x, [1, 2], axis=0)
     with pytest.raises(TypeError, match="traced"):
         nova.jit(lambda x, r: jnp.repeat(x, r, axis=0))(x, np.array([1, 2, 0], np.int32))
     with pytest.raises(TypeError, match="integers"):
         jnp.repeat(x, 1.5)
     # Concrete nova counts work outside jit.
-    assert_close(jnp.repeat(x, jnp.asarray(np.array([1, 2, 0], np.int32)), axis=0),
-                 np.repeat(x, [1, 2, 0], axis=0))
+    assert_close(
+        jnp.repeat(x, jnp.asarray(np.array([1, 2, 0], np.int32)), axis=0),
+        np.repeat(x, [1, 2, 0], axis=0),
+    )
 
 
 # --- flip, roll ----------------------------------------------------------------------------------
@@ -206,8 +243,17 @@ def test_fliplr_flipud():
         jnp.flip(np.zeros(3), 1)
 
 
-ROLLS = [(2, None), (-7, None), (1, 0), (5, 1), ((1, -2), (0, 1)), (3, (0, 1)), ((1, 2), 1), (0, 0),
-         (13, -1)]
+ROLLS = [
+    (2, None),
+    (-7, None),
+    (1, 0),
+    (5, 1),
+    ((1, -2), (0, 1)),
+    (3, (0, 1)),
+    ((1, 2), 1),
+    (0, 0),
+    (13, -1),
+]
 
 
 @pytest.mark.parametrize("shift,axis", ROLLS)
@@ -266,7 +312,10 @@ def test_pad_with_traced_constant_value_gradient():
 
 
 def test_pad_1d_0d_and_empty():
-    assert_close(jnp.pad(np.arange(3.0), (2, 1), mode="reflect"), np.pad(np.arange(3.0), (2, 1), mode="reflect"))
+    assert_close(
+        jnp.pad(np.arange(3.0), (2, 1), mode="reflect"),
+        np.pad(np.arange(3.0), (2, 1), mode="reflect"),
+    )
     assert_close(jnp.pad(np.float64(2.0), 3), np.pad(np.float64(2.0), 3))
     assert_close(jnp.pad(np.zeros((0, 2)), 1), np.pad(np.zeros((0, 2)), 1))
 

@@ -12,13 +12,30 @@ import numpy as np
 from nova.core import dtypes
 from nova.core.array import Array
 from nova.core.errors import ShapeError
-from nova.numpy_impl.indexing import static_value, take_1d
+from nova.numpy_impl.index_plan import static_value
+from nova.numpy_impl.indexing import take_1d
 from nova.numpy_impl.util import asarray, normalize_axes, normalize_axis, where_am_i
 from nova.ops import lax
 
 __all__ = [
-    "append", "array_split", "column_stack", "concatenate", "dstack", "flip", "fliplr", "flipud",
-    "hsplit", "hstack", "pad", "repeat", "roll", "split", "stack", "tile", "vsplit", "vstack",
+    "append",
+    "array_split",
+    "column_stack",
+    "concatenate",
+    "dstack",
+    "flip",
+    "fliplr",
+    "flipud",
+    "hsplit",
+    "hstack",
+    "pad",
+    "repeat",
+    "roll",
+    "split",
+    "stack",
+    "tile",
+    "vsplit",
+    "vstack",
 ]
 
 
@@ -48,7 +65,9 @@ def concatenate(arrays, axis=0, dtype=None):
         xs = [lax.reshape(x, (x.size,)) for x in xs]
         axis = 0
     if any(x.ndim == 0 for x in xs):
-        raise ValueError(f"concatenate: zero-dimensional arrays cannot be concatenated{where_am_i()}")
+        raise ValueError(
+            f"concatenate: zero-dimensional arrays cannot be concatenated{where_am_i()}"
+        )
     if any(x.ndim != xs[0].ndim for x in xs):
         raise ShapeError(
             f"concatenate: all arrays must have the same number of dimensions, got shapes "
@@ -56,7 +75,9 @@ def concatenate(arrays, axis=0, dtype=None):
         )
     ax = normalize_axis(axis, xs[0].ndim)
     for x in xs:
-        if any(a != b for d, (a, b) in enumerate(zip(x.shape, xs[0].shape, strict=True)) if d != ax):
+        if any(
+            a != b for d, (a, b) in enumerate(zip(x.shape, xs[0].shape, strict=True)) if d != ax
+        ):
             raise ShapeError(
                 f"concatenate: array sizes must match except on axis {ax}, got shapes "
                 f"{_shapes(xs)}{where_am_i()}"
@@ -76,7 +97,9 @@ def stack(arrays, axis=0, dtype=None):
     """
     xs = _arrays("stack", arrays, dtype)
     if any(x.shape != xs[0].shape for x in xs):
-        raise ShapeError(f"stack: all input arrays must have the same shape, got {_shapes(xs)}{where_am_i()}")
+        raise ShapeError(
+            f"stack: all input arrays must have the same shape, got {_shapes(xs)}{where_am_i()}"
+        )
     ax = normalize_axis(axis, xs[0].ndim + 1)
     shape = xs[0].shape[:ax] + (1,) + xs[0].shape[ax:]
     return lax.concatenate([lax.reshape(x, shape) for x in xs], ax)
@@ -111,7 +134,9 @@ def dstack(tup, dtype=None):
 
 def column_stack(tup):
     """Stacks 1-d arrays as columns of a 2-d array (higher-d arrays join on axis 1)."""
-    xs = [lax.reshape(x, (x.size, 1)) if x.ndim < 2 else x for x in _arrays("column_stack", tup, None)]
+    xs = [
+        lax.reshape(x, (x.size, 1)) if x.ndim < 2 else x for x in _arrays("column_stack", tup, None)
+    ]
     return concatenate(xs, axis=1)
 
 
@@ -133,8 +158,13 @@ def _split_at(x, points, ax):
 
 def _split_points(name, x, indices_or_sections, ax, equal):
     n = x.shape[ax]
-    sections = static_value(indices_or_sections) if isinstance(indices_or_sections, Array) else \
-        np.asarray(indices_or_sections) if not isinstance(indices_or_sections, numbers.Integral) else None
+    sections = (
+        static_value(indices_or_sections)
+        if isinstance(indices_or_sections, Array)
+        else np.asarray(indices_or_sections)
+        if not isinstance(indices_or_sections, numbers.Integral)
+        else None
+    )
     if sections is None or sections.ndim == 0:
         try:
             k = operator.index(indices_or_sections if sections is None else sections.item())
@@ -144,7 +174,9 @@ def _split_points(name, x, indices_or_sections, ax, equal):
                 f"{indices_or_sections!r}{where_am_i()}"
             ) from None
         if k <= 0:
-            raise ValueError(f"{name}: number of sections must be larger than 0, got {k}{where_am_i()}")
+            raise ValueError(
+                f"{name}: number of sections must be larger than 0, got {k}{where_am_i()}"
+            )
         if equal and n % k:
             raise ValueError(
                 f"{name}: array split does not result in an equal division: axis {ax} of size {n} "
@@ -154,7 +186,9 @@ def _split_points(name, x, indices_or_sections, ax, equal):
         sizes = [each + 1] * extra + [each] * (k - extra)
         return list(np.cumsum([0] + sizes))
     if sections.dtype.kind not in "iu" and sections.size:
-        raise TypeError(f"{name}: split indices must be integers, got {sections.dtype}{where_am_i()}")
+        raise TypeError(
+            f"{name}: split indices must be integers, got {sections.dtype}{where_am_i()}"
+        )
     return [0] + [int(i) for i in sections.reshape(-1)] + [n]
 
 
@@ -170,7 +204,7 @@ def split(ary, indices_or_sections, axis=0):
 
 
 def array_split(ary, indices_or_sections, axis=0):
-    """Like split, but an int k need not divide the size: the first size % k pieces are one longer."""
+    """Like split, but an int k need not divide the size: the first size % k pieces are longer."""
     x = asarray(ary)
     ax = normalize_axis(axis, x.ndim)
     return _split_at(x, _split_points("array_split", x, indices_or_sections, ax, equal=False), ax)
@@ -188,7 +222,10 @@ def vsplit(ary, indices_or_sections):
     """split along axis 0 of an array of at least 2 dimensions."""
     x = asarray(ary)
     if x.ndim < 2:
-        raise ValueError(f"vsplit only works on arrays of 2 or more dimensions, got shape {x.shape}{where_am_i()}")
+        raise ValueError(
+            f"vsplit only works on arrays of 2 or more dimensions, got shape {x.shape}"
+            f"{where_am_i()}"
+        )
     return split(x, indices_or_sections, axis=0)
 
 
@@ -197,9 +234,15 @@ def vsplit(ary, indices_or_sections):
 
 def _int_tuple(name, v):
     try:
-        return (operator.index(v),) if not isinstance(v, tuple | list) else tuple(operator.index(i) for i in v)
+        return (
+            (operator.index(v),)
+            if not isinstance(v, tuple | list)
+            else tuple(operator.index(i) for i in v)
+        )
     except TypeError:
-        raise TypeError(f"{name} must be an int or a tuple of ints, got {v!r}{where_am_i()}") from None
+        raise TypeError(
+            f"{name} must be an int or a tuple of ints, got {v!r}{where_am_i()}"
+        ) from None
 
 
 def tile(A, reps):  # noqa: N803 - NumPy's name
@@ -295,8 +338,10 @@ def _roll_axis(x, shift, ax):
     nn = lax.full((), n, dtypes.int32)
     sh = lax.rem(lax.add(lax.rem(sh, nn), nn), nn)
     i = lax.iota(dtypes.int32, (n,), 0)
-    src = lax.rem(lax.add(lax.sub(i, lax.broadcast_in_dim(sh, (n,), ())), lax.full((n,), n, dtypes.int32)),
-                  lax.full((n,), n, dtypes.int32))
+    src = lax.rem(
+        lax.add(lax.sub(i, lax.broadcast_in_dim(sh, (n,), ())), lax.full((n,), n, dtypes.int32)),
+        lax.full((n,), n, dtypes.int32),
+    )
     return take_1d(x, src, ax)
 
 
@@ -312,7 +357,9 @@ def roll(a, shift, axis=None):
     shifts = shift if isinstance(shift, tuple | list) else (shift,)
     axes = axis if isinstance(axis, tuple | list) else (axis,)
     if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
-        raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length{where_am_i()}")
+        raise ValueError(
+            f"roll: shift {shift} and axis {axis} must have the same length{where_am_i()}"
+        )
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     if len(axes) == 1:
@@ -364,14 +411,26 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if mode == "constant":
         extra = set(kwargs) - {"constant_values"}
         if extra:
-            raise ValueError(f"pad: unsupported keyword arguments {sorted(extra)} for mode 'constant'{where_am_i()}")
+            raise ValueError(
+                f"pad: unsupported keyword arguments {sorted(extra)} for mode 'constant'"
+                f"{where_am_i()}"
+            )
         value = kwargs.get("constant_values", 0)
         if isinstance(value, Array) or np.ndim(value) == 0:
-            v = lax.convert_element_type(asarray(value), x.dtype) if isinstance(value, Array) else value
+            v = (
+                lax.convert_element_type(asarray(value), x.dtype)
+                if isinstance(value, Array)
+                else value
+            )
             if isinstance(v, Array) and v.shape != ():
-                raise ShapeError(f"pad: constant_values must be 0-d, got shape {v.shape}{where_am_i()}")
-            return lax.pad(x, v if isinstance(v, Array) else np.asarray(v, x.dtype),
-                           [(b, a, 0) for b, a in widths])
+                raise ShapeError(
+                    f"pad: constant_values must be 0-d, got shape {v.shape}{where_am_i()}"
+                )
+            return lax.pad(
+                x,
+                v if isinstance(v, Array) else np.asarray(v, x.dtype),
+                [(b, a, 0) for b, a in widths],
+            )
         values = _pairs("constant_values", value, x.ndim, as_int=False)
         for d, ((b, a), (vb, va)) in enumerate(zip(widths, values, strict=True)):
             before = [(0, 0, 0)] * x.ndim
@@ -385,14 +444,17 @@ def pad(array, pad_width, mode="constant", **kwargs):
             f"{', '.join(repr(m) for m in _INDEX_MODES)}){where_am_i()}"
         )
     if kwargs and set(kwargs) - {"reflect_type"} or kwargs.get("reflect_type", "even") != "even":
-        raise ValueError(f"pad: unsupported keyword arguments {kwargs} for mode {mode!r}{where_am_i()}")
+        raise ValueError(
+            f"pad: unsupported keyword arguments {kwargs} for mode {mode!r}{where_am_i()}"
+        )
     for d, (b, a) in enumerate(widths):
         if b == a == 0:
             continue
         n = x.shape[d]
         if n == 0:
             raise ValueError(
-                f"pad: can't extend empty axis {d} of shape {x.shape} with mode {mode!r}{where_am_i()}"
+                f"pad: can't extend empty axis {d} of shape {x.shape} with mode {mode!r}"
+                f"{where_am_i()}"
             )
         # The source index of every output position, computed on the host once.
         x = take_1d(x, np.pad(np.arange(n), (b, a), mode=mode), d)

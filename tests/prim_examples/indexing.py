@@ -72,11 +72,15 @@ def _scatter_mul_with_zero(rng):
 
 EXAMPLES = {
     "slice": [
-        lambda rng: ([_x(rng, 5, 6)], {"start_indices": (1, 0), "limit_indices": (4, 6),
-                                       "strides": (1, 2)}),
+        lambda rng: (
+            [_x(rng, 5, 6)],
+            {"start_indices": (1, 0), "limit_indices": (4, 6), "strides": (1, 2)},
+        ),
         lambda rng: ([_x(rng, 7)], {"start_indices": (2,), "limit_indices": (7,), "strides": (3,)}),
-        lambda rng: ([_x(rng, 3, 4)], {"start_indices": (1, 2), "limit_indices": (1, 4),
-                                       "strides": (1, 1)}),
+        lambda rng: (
+            [_x(rng, 3, 4)],
+            {"start_indices": (1, 2), "limit_indices": (1, 4), "strides": (1, 1)},
+        ),
     ],
     "rev": [
         lambda rng: ([_x(rng, 3, 4, 2)], {"dimensions": (0, 2)}),
@@ -85,7 +89,10 @@ EXAMPLES = {
     "pad": [
         lambda rng: ([_x(rng, 3, 4), np.float64(0.5)], {"padding_config": ((1, 2, 0), (0, 1, 1))}),
         # Negative padding crops; interior padding with cropping on the same dimension.
-        lambda rng: ([_x(rng, 4, 5), np.float64(-1.0)], {"padding_config": ((-1, 2, 1), (2, -3, 0))}),
+        lambda rng: (
+            [_x(rng, 4, 5), np.float64(-1.0)],
+            {"padding_config": ((-1, 2, 1), (2, -3, 0))},
+        ),
     ],
     "concatenate": [
         lambda rng: ([_x(rng, 2, 3), _x(rng, 4, 3), _x(rng, 1, 3)], {"dimension": 0}),
@@ -93,6 +100,11 @@ EXAMPLES = {
     ],
     "gather": [_gather_1axis, _gather_2axes, _gather_scalar_batch],
     "scatter_add": [_scatter_add, _scatter_add_2axes],
-    "scatter": [_scatter("set"), _scatter("mul"), _scatter("min"), _scatter("max"),
-                _scatter_mul_with_zero],
+    "scatter": [
+        _scatter("set"),
+        _scatter("mul"),
+        _scatter("min"),
+        _scatter("max"),
+        _scatter_mul_with_zero,
+    ],
 }

@@ -30,12 +30,48 @@ CPU_PIPELINE = (
     "reconcile-unrealized-casts)"
 )
 
+# With OpenMP regions (`omp.parallel`, emitted e.g. by the matmul generator for threads > 1) the
+# same pipeline plus `convert-openmp-to-llvm`, which must run after the dialects inside the
+# regions are already LLVM (MLIR_NOTES.md §2).
+CPU_PIPELINE_OPENMP = CPU_PIPELINE.replace(
+    ",reconcile-unrealized-casts)", ",convert-openmp-to-llvm,reconcile-unrealized-casts)"
+)
+
 _lock = threading.Lock()
 
 
+def openmp_runtime() -> str:
+    """The path of the OpenMP runtime `libiomp5.so` shipped by the `intel-openmp` PyPI wheel.
+
+    MLIR's OpenMP lowering calls the `__kmpc_*` entry points, which libiomp5 implements; the
+    wheel installs it into `<prefix>/lib`, so setup stays pip-only. Raises CompilerError when
+    it is missing.
+    """
+    import sys
+    from importlib import metadata
+
+    candidates = []
+    try:
+        for f in metadata.distribution("intel-openmp").files or []:
+            if os.path.basename(str(f)) == "libiomp5.so":
+                candidates.append(str(f.locate()))
+    except metadata.PackageNotFoundError:
+        pass
+    candidates += [os.path.join(p, "lib", "libiomp5.so") for p in (sys.prefix, sys.base_prefix)]
+    for c in candidates:
+        if os.path.exists(c):
+            return os.path.realpath(c)
+    raise CompilerError("OpenMP kernels need libiomp5.so: pip install intel-openmp")
+
+
 def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
-                              dump_dir: str | None = None, what: str = "kernels") -> None:
+                              dump_dir: str | None = None, what: str = "kernels",
+                              openmp: bool = False) -> None:
     """Compiles the MLIR module `text` defining `func_names` into the shared library `so_path`.
+
+    With `openmp=True` the module may contain `omp` dialect regions: it is lowered with
+    CPU_PIPELINE_OPENMP, JIT-resolved against and linked to libiomp5 (`openmp_runtime()`), with
+    an rpath so that loading the library finds the runtime without LD_LIBRARY_PATH.
 
     The library is written atomically (temporary file + rename). Raises CompilerError naming the
     kernels, the failing stage and the path of a dump of the MLIR.
@@ -46,6 +82,7 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
     from mlir import ir, passmanager
     from mlir.execution_engine import ExecutionEngine
 
+    omp_lib = openmp_runtime() if openmp else None
     work = tempfile.mkdtemp(prefix="nova-cc-")
     src_path = os.path.join(dump_dir or work, f"{os.path.basename(so_path)}.mlir")
     if dump_dir:
@@ -60,12 +97,16 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
             stage = "verify"
             module.operation.verify()
             stage = "lower"
-            passmanager.PassManager.parse(CPU_PIPELINE).run(module.operation)
+            pipeline = CPU_PIPELINE_OPENMP if openmp else CPU_PIPELINE
+            passmanager.PassManager.parse(pipeline).run(module.operation)
             if dump_dir:
                 with open(os.path.join(dump_dir, f"{os.path.basename(so_path)}.llvm.mlir"), "w") as f:
                     f.write(str(module))
             stage = "llvm"
-            engine = ExecutionEngine(module, opt_level=3, enable_pic=True)
+            # Materializing the object resolves every external symbol in-process; an
+            # unresolved `__kmpc_*` would abort the whole process, hence shared_libs.
+            shared = [omp_lib] if openmp else []
+            engine = ExecutionEngine(module, opt_level=3, enable_pic=True, shared_libs=shared)
             for name in func_names:
                 engine.raw_lookup(name)
             obj = os.path.join(work, "k.o")
@@ -75,8 +116,11 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
                 f"compiling {what} failed in stage '{stage}': {e}\n  MLIR: {src_path}"
             ) from None
     tmp_so = so_path + f".tmp{os.getpid()}"
-    res = subprocess.run(["gcc", "-shared", "-o", tmp_so, obj, "-lm"], capture_output=True,
-                         text=True)
+    link = ["gcc", "-shared", "-o", tmp_so, obj, "-lm"]
+    if openmp:
+        omp_dir = os.path.dirname(omp_lib)
+        link += [f"-L{omp_dir}", "-liomp5", f"-Wl,-rpath,{omp_dir}"]
+    res = subprocess.run(link, capture_output=True, text=True)
     if res.returncode != 0:
         raise CompilerError(f"linking {what} failed: {res.stderr.strip()}\n  MLIR: {src_path}")
     os.replace(tmp_so, so_path)

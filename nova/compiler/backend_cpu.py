@@ -1,0 +1,188 @@
+"""The CPU backend: passes -> fusion -> kernel synthesis -> cached native code -> executable."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+
+
+from nova.compiler import cache
+from nova.compiler.codegen.cpu.compile import compile_to_shared_library, load_function
+from nova.compiler.codegen.cpu.loops import emit_loop_kernel
+from nova.compiler.fuse import fuse
+from nova.compiler.kernel import FusedProgram, Kernel
+from nova.core.ir import Eqn, Program, Var
+from nova.core.primitive import lookup
+from nova.core.trace import _reference_eval
+from nova.runtime.executable import CPUExecutable, Launch
+
+
+def _contraction_as_loop(k: Kernel) -> Kernel:
+    """A dot_general as a loop kernel: iterate (batch, lhs free, rhs free, contract) and reduce
+    the contracting axes; the operands are read through transposes and broadcasts (no copies)."""
+    (e,) = [q for q in k.program.eqns if q.prim.name == "dot_general"]
+    x, y = e.inputs
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    xf = [i for i in range(x.type.ndim) if i not in lc and i not in lb]
+    yf = [i for i in range(y.type.ndim) if i not in rc and i not in rb]
+    out_shape = e.outputs[0].type.shape
+    csizes = tuple(x.type.shape[i] for i in lc)
+    S = tuple(out_shape) + csizes
+    nb, nxf, nyf = len(lb), len(xf), len(yf)
+    eqns = []
+
+    def emit(name, ins, params):
+        prim = lookup(name)
+        params = prim.canonical_params(params)
+        t = prim.abstract_eval([v.type for v in ins], **params)
+        v = Var(t)
+        eqns.append(Eqn(prim, list(ins), params, [v]))
+        return v
+
+    xt = emit("transpose", [x], {"permutation": tuple(lb) + tuple(xf) + tuple(lc)})
+    xb = emit("broadcast_in_dim", [xt], {"shape": S, "broadcast_dimensions": tuple(range(nb + nxf)) + tuple(range(nb + nxf + nyf, len(S)))})
+    yt = emit("transpose", [y], {"permutation": tuple(rb) + tuple(yf) + tuple(rc)})
+    yb = emit("broadcast_in_dim", [yt], {"shape": S, "broadcast_dimensions": tuple(range(nb)) + tuple(range(nb + nxf, len(S)))})
+    prod = emit("mul", [xb, yb], {})
+    axes = tuple(range(len(out_shape), len(S)))
+    out = emit("reduce_sum", [prod], {"axes": axes})
+    sub = Program(list(k.program.inputs), [q for q in k.program.eqns if q is not e] + eqns, [out])
+    # Rename: the kernel's own output var must be the reduction's result.
+    sub.outputs = [out]
+    lk = Kernel("loop", sub, k.inputs, k.outputs, {"iter_shape": S, "red_axes": axes})
+    return lk
+
+
+def _host_fn(k: Kernel):
+    prog = k.program
+
+    def run(arrays):
+        env = {id(v): a for v, a in zip(prog.inputs, arrays, strict=True)}
+        for e in prog.eqns:
+            outs = _reference_eval(e.prim, [env[id(v)] for v in e.inputs], e.params,
+                                   [o.type for o in e.outputs])
+            for o, a in zip(e.outputs, outs, strict=True):
+                env[id(o)] = a
+        return [env[id(v)] for v in prog.outputs]
+
+    return run
+
+
+def _kernel_sources(fused: FusedProgram):
+    """(kernel, codegen kernel, symbol, text) for every generated kernel."""
+    out = []
+    for k in fused.kernels:
+        if k.kind.startswith("host:"):
+            continue
+        gk = _contraction_as_loop(k) if k.kind == "contraction" else k
+        sym = gk.name
+        out.append((k, gk, sym))
+    return out
+
+
+def compile_fused(fused: FusedProgram, *, target: str | None = None):
+    target = target or cache.host_target()
+    dump_dir = os.environ.get("NOVA_DUMP_DIR")
+    fns: dict[int, object] = {}
+    missing = []
+    for k, gk, sym in _kernel_sources(fused):
+        key = gk.key(target, cache.CODEGEN_VERSION)
+        fn = cache.memory_get(key)
+        if fn is None:
+            rec = cache.disk_get(key)
+            if rec is not None:
+                try:
+                    fn = load_function(rec["so"], rec["symbol"], rec["nargs"])
+                    cache.memory_put(key, fn)
+                except OSError:
+                    fn = None
+        if fn is None:
+            missing.append((k, gk, sym, key))
+        else:
+            fns[id(k)] = fn
+    if missing:
+        cache.stats["misses"] += len(missing)
+        unique = {}
+        for k, gk, sym, key in missing:
+            unique.setdefault(sym, (gk, key))
+        text = "module {\n" + "\n".join(emit_loop_kernel(sym, gk) for sym, (gk, _) in unique.items()) + "\n}\n"
+        batch = hashlib.sha256((text + target + cache.CODEGEN_VERSION).encode()).hexdigest()[:24]
+        so = cache.library_path(batch)
+        in_memory_only = so is None
+        if in_memory_only:
+            import tempfile
+
+            so = os.path.join(tempfile.mkdtemp(prefix="nova-mem-"), batch + ".so")
+        compile_to_shared_library(text, list(unique), so, dump_dir=dump_dir,
+                                  what=f"{len(unique)} kernel(s) {', '.join(list(unique)[:4])}")
+        for sym, (gk, key) in unique.items():
+            nargs = len(gk.program.inputs) + len(gk.program.outputs)
+            fn = load_function(so, sym, nargs)
+            cache.memory_put(key, fn)
+            if not in_memory_only:
+                cache.disk_put(key, so, sym, nargs)
+        for k, gk, sym, key in missing:
+            fns[id(k)] = cache.memory_get(key)
+    return fns
+
+
+def compile_program(program: Program, *, target: str | None = None) -> CPUExecutable:
+    fused = fuse(program)
+    fns = compile_fused(fused, target=target)
+    slots: dict[int, int] = {}
+    for i, v in enumerate(program.inputs):
+        slots[id(v)] = i
+
+    def slot(v):
+        if id(v) not in slots:
+            slots[id(v)] = len(slots)
+        return slots[id(v)]
+
+    launches = []
+    per_kernel = []
+    for k in fused.kernels:
+        ins = [slot(v) for v in k.inputs]
+        outs = [slot(v) for v in k.outputs]
+        types = [v.type for v in k.outputs]
+        fn = fns.get(id(k))
+        host = None if fn is not None else _host_fn(k)
+        launches.append(Launch(k.name, ins, outs, types, fn, host))
+        flops = sum(e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs], **e.params).flops
+                    for e in k.program.eqns)
+        moved = sum(v.type.nbytes for v in k.inputs) + sum(v.type.nbytes for v in k.outputs)
+        per_kernel.append({"kernel": k.name, "kind": k.kind, "flops": flops, "bytes": moved})
+    output_slots = [slot(v) for v in program.outputs]
+    last_use = {}
+    for n, l in enumerate(launches):
+        for s in l.inputs:
+            last_use[s] = n
+    memory = _memory(program, fused)
+    costs = {"flops": sum(p["flops"] for p in per_kernel),
+             "bytes accessed": sum(p["bytes"] for p in per_kernel), "per_kernel": per_kernel}
+    return CPUExecutable(len(program.inputs), launches, output_slots, last_use, fused.as_text(),
+                         costs, memory)
+
+
+def _memory(program: Program, fused: FusedProgram) -> dict:
+    last = {}
+    for n, k in enumerate(fused.kernels):
+        for v in k.inputs:
+            last[id(v)] = n
+    outs = {id(v) for v in program.outputs}
+    live = sum(v.type.nbytes for v in program.inputs)
+    peak = live
+    temps = 0
+    for n, k in enumerate(fused.kernels):
+        for v in k.outputs:
+            live += v.type.nbytes
+            temps += v.type.nbytes
+        peak = max(peak, live)
+        for v in {id(v): v for v in k.inputs}.values():
+            if last.get(id(v)) == n and id(v) not in outs and v not in program.inputs:
+                live -= v.type.nbytes
+    return {"argument_bytes": sum(v.type.nbytes for v in program.inputs),
+            "output_bytes": sum(v.type.nbytes for v in program.outputs),
+            "temp_bytes": temps, "peak_bytes": peak, "kernels": len(fused.kernels)}
+
+

@@ -1,0 +1,148 @@
+"""The kernel cache: compiled kernels by structural hash, in memory and on disk.
+
+Key = sha256 of the kernel's canonical text + kind + schedule + target + codegen version (see
+Kernel.key). On disk (`NOVA_CACHE_DIR`, default ~/.cache/nova) each entry is a small JSON record
+`<key>.json` naming a shared library and symbol plus the library's sha256; libraries are written
+atomically (temporary file + rename) and checked against their hash when read, never pickled. A
+corrupt or truncated entry is dropped with a warning and rebuilt; a read-only or full cache
+directory falls back to the in-memory cache with one warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import threading
+import warnings
+
+# Bump when generated code changes meaning or ABI: old disk entries then miss.
+CODEGEN_VERSION = "nova-cpu-1"
+
+_mem: dict[str, object] = {}
+_lock = threading.Lock()
+_warned_readonly = False
+stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0}
+
+
+def cache_dir() -> str:
+    return os.environ.get("NOVA_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "nova")
+
+
+def host_target() -> str:
+    """The CPU target string: the ISA flags the JIT compiles for (kernels are host-specific)."""
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"cpu:{platform.machine()}:{hashlib.sha1(flags.encode()).hexdigest()[:12]}"
+
+
+def _sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _entry_path(key: str) -> str:
+    return os.path.join(cache_dir(), "cpu", key[:2], key + ".json")
+
+
+def memory_get(key: str):
+    with _lock:
+        fn = _mem.get(key)
+    if fn is not None:
+        stats["memory_hits"] += 1
+    return fn
+
+
+def memory_put(key: str, fn) -> None:
+    with _lock:
+        _mem[key] = fn
+
+
+def disk_get(key: str) -> dict | None:
+    """The record {'so', 'symbol', 'nargs'} of a valid disk entry, or None (dropping bad ones)."""
+    path = _entry_path(key)
+    try:
+        with open(path) as f:
+            rec = json.load(f)
+        so = rec["so"]
+        if not os.path.isabs(so):
+            so = os.path.join(os.path.dirname(path), so)
+        if _sha256_file(so) != rec["sha256"]:
+            raise ValueError("shared library hash mismatch")
+        rec["so"] = so
+        stats["disk_hits"] += 1
+        return rec
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+        stats["corrupt"] += 1
+        warnings.warn(f"nova: dropping corrupt kernel cache entry {path}: {e}", stacklevel=2)
+        for p in (path,):
+            try:
+                os.remove(p)
+            except OSError:
+                pass
+        return None
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def library_path(batch_key: str) -> str | None:
+    """Where to build a new shared library, or None if the disk cache is unusable."""
+    global _warned_readonly
+    d = os.path.join(cache_dir(), "cpu", "lib")
+    try:
+        os.makedirs(d, exist_ok=True)
+        if not os.access(d, os.W_OK):
+            raise PermissionError(d)
+        return os.path.join(d, batch_key + ".so")
+    except OSError as e:
+        if not _warned_readonly:
+            warnings.warn(f"nova: kernel cache directory unusable ({e}); using the in-memory "
+                          "cache only", stacklevel=2)
+            _warned_readonly = True
+        return None
+
+
+def disk_put(key: str, so_path: str, symbol: str, nargs: int) -> None:
+    global _warned_readonly
+    path = _entry_path(key)
+    rec = {"so": os.path.relpath(so_path, os.path.dirname(path)), "symbol": symbol,
+           "nargs": nargs, "sha256": _sha256_file(so_path), "version": CODEGEN_VERSION}
+    try:
+        _atomic_write(path, json.dumps(rec).encode())
+    except OSError as e:
+        if not _warned_readonly:
+            warnings.warn(f"nova: cannot write the kernel cache ({e}); using the in-memory cache "
+                          "only", stacklevel=2)
+            _warned_readonly = True
+
+
+def clear_memory() -> None:
+    with _lock:
+        _mem.clear()

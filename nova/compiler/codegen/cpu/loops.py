@@ -1,0 +1,413 @@
+"""Loop kernels for the CPU: elementwise/movement chains and row reductions as scf loops.
+
+A loop kernel (nova/compiler/fuse.py) iterates over one shape S and may reduce axes A of it. The
+generated function loops over the kept axes of S; per row it runs one phase per level of
+(mutually independent) reductions, each an inner loop nest carrying accumulators, then stores the
+full-shape outputs in a last inner loop and the per-row outputs once. Every value is computed
+"at an index": a kernel input is loaded through the index maps of the movement ops between it and
+its use (so broadcasts, transposes and reshapes cost no copy), an elementwise op applies its
+primitive's scalar body. When the innermost loop runs over the last axis of S and every access
+along it is contiguous or invariant, the kernel is vectorized with vector<Wx...> values (explicit
+vectors, since LLVM's auto-vectorizer only emits 256-bit code here; MLIR_NOTES.md §1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nova.compiler.codegen.builder import Builder, Value, elem_type
+from nova.compiler.kernel import Kernel
+from nova.core import dtypes
+from nova.core.primitive import Elementwise, IndexMap, Reduction
+
+
+class _NoVector(Exception):
+    """An access along the vector axis is not contiguous: generate scalar code instead."""
+
+
+def mem_elem(dtype) -> str:
+    d = np.dtype(dtype)
+    return "i8" if d == dtypes.bool_ else elem_type(d)
+
+
+def memref_type(t) -> str:
+    el = mem_elem(t.dtype)
+    if not t.shape:
+        return f"memref<{el}>"
+    return "memref<" + "x".join(str(d) for d in t.shape) + f"x{el}>"
+
+
+class _KB(Builder):
+    """Builder with index-arithmetic folding and tracking of which loop ivs an index depends on."""
+
+    def __init__(self):
+        super().__init__()
+        self.ivals: dict[str, int] = {}  # index constants
+        self.deps: dict[str, frozenset] = {}
+
+    def const(self, v, dtype=None, width: int = 0):
+        val = super().const(v, dtype, width)
+        if dtype == "index":
+            self.ivals[val.name] = int(v)
+            self.deps.setdefault(val.name, frozenset())
+        return val
+
+    def _iconst(self, x):
+        return self.ivals.get(x.name)
+
+    def _index_op(self, opname, a, b, fold):
+        ca, cb = self._iconst(a), self._iconst(b)
+        if ca is not None and cb is not None:
+            return self.const(fold(ca, cb), "index")
+        r = self.op(f"{opname} {a.name}, {b.name} : index", "index", 0)
+        self.deps[r.name] = self.deps.get(a.name, frozenset()) | self.deps.get(b.name, frozenset())
+        return r
+
+    def add(self, a, b):
+        if a.dtype != "index":
+            return super().add(a, b)
+        if self._iconst(b) == 0:
+            return a
+        if self._iconst(a) == 0:
+            return b
+        return self._index_op("arith.addi", a, b, lambda x, y: x + y)
+
+    def mul(self, a, b):
+        if a.dtype != "index":
+            return super().mul(a, b)
+        if self._iconst(b) == 1:
+            return a
+        if self._iconst(a) == 1:
+            return b
+        if self._iconst(a) == 0 or self._iconst(b) == 0:
+            return self.const(0, "index")
+        return self._index_op("arith.muli", a, b, lambda x, y: x * y)
+
+    def div(self, a, b):
+        if a.dtype != "index":
+            return super().div(a, b)
+        if self._iconst(b) == 1:
+            return a
+        return self._index_op("arith.divui", a, b, lambda x, y: x // y)
+
+    def rem(self, a, b):
+        if a.dtype != "index":
+            return super().rem(a, b)
+        if self._iconst(b) == 1:
+            return self.const(0, "index")
+        return self._index_op("arith.remui", a, b, lambda x, y: x % y)
+
+
+def _reshape_map(b: _KB, idx, in_shape, out_shape):
+    """Index map of a reshape, split into groups of dimensions with equal products so that
+    dimensions kept whole map directly (no div/rem), which keeps the vector axis contiguous."""
+    groups, i, j = [], 0, 0
+    while i < len(out_shape) or j < len(in_shape):
+        oi, ij = [i] if i < len(out_shape) else [], [j] if j < len(in_shape) else []
+        po = out_shape[i] if i < len(out_shape) else 1
+        pi = in_shape[j] if j < len(in_shape) else 1
+        i, j = i + 1, j + 1
+        while po != pi:
+            if po < pi:
+                oi.append(i)
+                po *= out_shape[i]
+                i += 1
+            else:
+                ij.append(j)
+                pi *= in_shape[j]
+                j += 1
+        groups.append((oi, ij))
+    res = [None] * len(in_shape)
+    for oi, ij in groups:
+        live_o = [k for k in oi if out_shape[k] != 1]
+        live_i = [k for k in ij if in_shape[k] != 1]
+        for k in ij:
+            if in_shape[k] == 1:
+                res[k] = b.const(0, "index")
+        if len(live_o) == 1 and len(live_i) == 1:
+            res[live_i[0]] = idx[live_o[0]]
+            continue
+        if not live_i:
+            continue
+        flat = b.const(0, "index")
+        for k in live_o:
+            flat = b.add(b.mul(flat, b.const(out_shape[k], "index")), idx[k])
+        for pos, k in enumerate(live_i):
+            stride = int(np.prod([in_shape[m] for m in live_i[pos + 1:]], dtype=np.int64))
+            q = b.div(flat, b.const(stride, "index"))
+            res[k] = q if pos == 0 else b.rem(q, b.const(in_shape[k], "index"))
+    return tuple(res)
+
+
+_HORIZONTAL = {"reduce_sum": ("add", "add"), "reduce_max": ("maximumf", "maxsi"),
+               "reduce_min": ("minimumf", "minsi")}
+
+
+class LoopKernelEmitter:
+    def __init__(self, name: str, kernel: Kernel, width: int):
+        self.name = name
+        self.k = kernel
+        self.W = width
+        self.b = _KB()
+        self.prog = kernel.program
+        self.prod = {id(o): e for e in self.prog.eqns for o in e.outputs}
+        self.S = tuple(kernel.schedule["iter_shape"])
+        self.A = tuple(kernel.schedule["red_axes"] or ())
+        self.arg = {}
+        for n, v in enumerate(self.prog.inputs):
+            self.arg[id(v)] = (f"%in{n}", v.type)
+        self.out_args = [(f"%out{n}", v) for n, v in enumerate(self.prog.outputs)]
+        self.memo: list[dict] = [{}]
+        self.row_vals: dict[int, Value] = {}
+        self.vec_iv: str | None = None
+        self.phase_count = 0
+
+    # --- expression at an index -------------------------------------------------------------
+    def _key(self, v, idx):
+        return (id(v), tuple(x.name for x in idx))
+
+    def value(self, v, idx) -> Value:
+        key = self._key(v, idx)
+        for scope in reversed(self.memo):
+            if key in scope:
+                return scope[key]
+        val = self._compute(v, idx)
+        self.memo[-1][key] = val
+        return val
+
+    def _depends_on_vec(self, x: Value) -> bool:
+        return self.vec_iv is not None and self.vec_iv in self.b.deps.get(x.name, frozenset())
+
+    def _load(self, v, idx) -> Value:
+        name, t = self.arg[id(v)]
+        b = self.b
+        ix = ", ".join(x.name for x in idx)
+        mt = memref_type(t)
+        el = mem_elem(t.dtype)
+        vec_pos = [k for k, x in enumerate(idx) if self._depends_on_vec(x)]
+        if not vec_pos or not self.W:
+            val = b.op(f"memref.load {name}[{ix}] : {mt}", t.dtype if el != "i8" or t.dtype != dtypes.bool_ else dtypes.uint8, 0)
+            if t.dtype == dtypes.bool_:
+                val = b.cmp("ne", val, b.const(0, dtypes.uint8))
+            return val
+        if vec_pos != [len(idx) - 1] or idx[-1].name != self.vec_iv:
+            raise _NoVector()
+        W = self.W
+        val = b.op(f"vector.load {name}[{ix}] : {mt}, vector<{W}x{el}>",
+                   t.dtype if t.dtype != dtypes.bool_ else dtypes.uint8, W)
+        if t.dtype == dtypes.bool_:
+            val = b.cmp("ne", val, b.const(0, dtypes.uint8, W))
+        return val
+
+    def _compute(self, v, idx) -> Value:
+        if id(v) in self.arg:
+            return self._load(v, idx)
+        if id(v) in self.row_vals:
+            if [x.name for x in idx] != self.kept_names:
+                raise AssertionError(
+                    f"loop kernel {self.name}: a per-row value is read at {[x.name for x in idx]}, "
+                    f"not at its row {self.kept_names} (fusion invariant broken)")
+            return self.row_vals[id(v)]
+        e = self.prod[id(v)]
+        b = self.b
+        p = e.prim
+        if p.name == "constant":
+            val = np.asarray(e.params["value"]).reshape(-1)[0]
+            return b.const(val.item() if hasattr(val, "item") else val, v.type.dtype)
+        if p.name == "reshape":
+            src = e.inputs[0]
+            return self.value(src, _reshape_map(b, idx, src.type.shape, v.type.shape))
+        if isinstance(p.kernel, IndexMap):
+            in_types = [u.type for u in e.inputs]
+            new_idx = p.kernel.index_map(b, tuple(idx), in_types, **e.params)
+            if not e.inputs:  # iota: the index itself is the value
+                if self._depends_on_vec(new_idx):
+                    raise _NoVector()
+                iv = b.op(f"arith.index_cast {new_idx.name} : index to i64", dtypes.int64, 0)
+                return b.cast(iv, v.type.dtype)
+            return self.value(e.inputs[0], tuple(new_idx))
+        if isinstance(p.kernel, Elementwise):
+            args = [self.value(u, idx) for u in e.inputs]
+            b.default_dtype = e.inputs[0].type.dtype if e.inputs else v.type.dtype
+            return p.kernel.body(b, *args, **e.params)
+        raise AssertionError(f"loop kernel {self.name}: cannot compute nova.{p.name} at an index")
+
+    # --- structure ---------------------------------------------------------------------------
+    def _for(self, iv: str, n: int, step: int, iter_args=None):
+        b = self.b
+        lo, hi, st = b.const(0, "index"), b.const(n, "index"), b.const(step, "index")
+        if iter_args:
+            names = ", ".join(f"%{iv}_a{k} = {a.name}" for k, a in enumerate(iter_args))
+            types = ", ".join(a.type for a in iter_args)
+            res = b.fresh()
+            b.emit(f"{res}:{len(iter_args)} = scf.for %{iv} = {lo.name} to {hi.name} step {st.name} "
+                   f"iter_args({names}) -> ({types}) {{")
+        else:
+            res = None
+            b.emit(f"scf.for %{iv} = {lo.name} to {hi.name} step {st.name} {{")
+        b.indent += 2
+        b.deps[f"%{iv}"] = frozenset([f"%{iv}"])
+        self.memo.append({})
+        b.forget_constants()
+        return res
+
+    def _end(self, yields=None):
+        b = self.b
+        if yields is not None:
+            b.emit(f"scf.yield {', '.join(y.name for y in yields)} : "
+                   f"{', '.join(y.type for y in yields)}")
+        b.indent -= 2
+        b.emit("}")
+        self.memo.pop()
+        b.forget_constants()
+
+    def _levels(self):
+        """Reductions grouped into levels: a level only reads results of earlier levels."""
+        memo: dict[int, int] = {}
+
+        def depth(v):
+            if id(v) in memo:
+                return memo[id(v)]
+            e = self.prod.get(id(v))
+            d = 0
+            if e is not None:
+                d = max((depth(u) for u in e.inputs), default=0)
+                d += 1 if isinstance(e.prim.kernel, Reduction) else 0
+            memo[id(v)] = d
+            return d
+
+        out: dict[int, list] = {}
+        for r in self.prog.eqns:
+            if isinstance(r.prim.kernel, Reduction):
+                out.setdefault(depth(r.inputs[0]), []).append(r)
+        return [out[k] for k in sorted(out)]
+
+    def emit(self) -> str:
+        b = self.b
+        S, A = self.S, self.A
+        kept = [i for i in range(len(S)) if i not in A]
+        ivs: dict[int, Value] = {}
+        vec_axis = len(S) - 1 if S and (not A or A[-1] == len(S) - 1) else None
+        if vec_axis is not None and self.W and S[vec_axis] % self.W:
+            raise _NoVector()
+        if vec_axis is None:
+            self.W = 0
+        b.indent = 4
+        self.kept_names = [f"%i{i}" for i in kept]
+        for i in kept:
+            step = self.W if (i == vec_axis and self.W) else 1
+            self._for(f"i{i}", S[i], step)
+            ivs[i] = Value(f"%i{i}", "index")
+            if step > 1:
+                self.vec_iv = f"%i{i}"
+        # Reduction phases, one per level.
+        for level in self._levels():
+            self._phase(level, ivs, kept)
+        row_shape = tuple(S[i] for i in kept)
+        full_outs = [(n, v) for n, v in self.out_args if v.type.shape == S and A]
+        row_outs = [(n, v) for n, v in self.out_args if A and v.type.shape == row_shape and v.type.shape != S]
+        if not A:
+            full_outs = list(self.out_args)
+        if A and full_outs:
+            for i in A:
+                step = self.W if (i == vec_axis and self.W) else 1
+                self._for(f"j{i}", S[i], step)
+                ivs[i] = Value(f"%j{i}", "index")
+                if step > 1:
+                    self.vec_iv = f"%j{i}"
+            self._store_outputs(full_outs, ivs, S)
+            for _ in A:
+                self._end()
+        elif not A:
+            self._store_outputs(full_outs, ivs, S)
+        if row_outs:
+            saved_w, saved_iv = self.W, self.vec_iv
+            if A:
+                self.W, self.vec_iv = 0, None
+            self._store_outputs(row_outs, {k: ivs[i] for k, i in enumerate(kept)}, row_shape,
+                                row=True)
+            self.W, self.vec_iv = saved_w, saved_iv
+        for _ in kept:
+            self._end()
+        args = [f"{n}: {memref_type(t)}" for n, t in self.arg.values()]
+        args += [f"{n}: {memref_type(v.type)}" for n, v in self.out_args]
+        head = f"  func.func @{self.name}({', '.join(args)}) {{"
+        return "\n".join([head] + b.lines + ["    return", "  }"])
+
+    def _phase(self, reds, ivs, kept):
+        b = self.b
+        S, A = self.S, self.A
+        vec = self.W if (A and A[-1] == len(S) - 1) else 0
+        inits = []
+        for r in reds:
+            ident = r.prim.kernel.identity(r.outputs[0].type.dtype)
+            inits.append(b.const(ident, r.outputs[0].type.dtype, vec))
+        accs = list(inits)
+        results = []
+        saved_w, saved_iv = self.W, self.vec_iv
+        self.W = vec
+        loop_results = []
+        self.phase_count += 1
+        for i in A:
+            step = vec if (i == len(S) - 1 and vec) else 1
+            tag = f"r{self.phase_count}_{i}"
+            res = self._for(tag, S[i], step, accs)
+            loop_results.append(res)
+            accs = [Value(f"%{tag}_a{k}", a.dtype, a.width) for k, a in enumerate(accs)]
+            ivs[i] = Value(f"%{tag}", "index")
+            if step > 1:
+                self.vec_iv = f"%{tag}"
+        new = []
+        for r, acc in zip(reds, accs, strict=True):
+            x = self.value(r.inputs[0], tuple(ivs[i] for i in range(len(S))))
+            b.default_dtype = r.outputs[0].type.dtype
+            new.append(r.prim.kernel.combine(b, acc, x))
+        for depth in reversed(range(len(A))):
+            res = loop_results[depth]
+            self._end(new)
+            new = [Value(f"{res}#{k}", a.dtype, a.width) for k, a in enumerate(inits)]
+        self.W, self.vec_iv = saved_w, saved_iv
+        for r, acc in zip(reds, new, strict=True):
+            if acc.width:
+                kinds = _HORIZONTAL[r.prim.name]
+                kind = kinds[0] if acc.is_float else kinds[1]
+                if not acc.is_float and acc.unsigned and kind != "add":
+                    kind = kind.replace("s", "u", 1)
+                acc = b.op(f"vector.reduction <{kind}>, {acc.name} : {acc.type} into {acc.elem}",
+                           acc.dtype, 0)
+            results.append(acc)
+            self.row_vals[id(r.outputs[0])] = acc
+
+    def _store_outputs(self, outs, ivs, shape, row=False):
+        b = self.b
+        idx = tuple(ivs[i] for i in range(len(shape)))
+        for name, v in outs:
+            val = self.value(v, idx) if not row else self._row_value(v, idx)
+            t = v.type
+            el = mem_elem(t.dtype)
+            if t.dtype == dtypes.bool_:
+                val = b.cast(val, dtypes.uint8) if val.dtype == dtypes.bool_ else val
+            ix = ", ".join(x.name for x in idx)
+            if self.W and not row and not val.width and self.vec_iv and idx and idx[-1].name == self.vec_iv:
+                val = b.splat(val, self.W)
+            if val.width:
+                b.emit(f"vector.store {val.name}, {name}[{ix}] : {memref_type(t)}, vector<{val.width}x{el}>")
+            else:
+                b.emit(f"memref.store {val.name}, {name}[{ix}] : {memref_type(t)}")
+
+    def _row_value(self, v, idx):
+        return self.value(v, idx)
+
+
+def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int = 16) -> str:
+    """MLIR text of one `func.func @name(inputs..., outputs...)` computing a loop kernel.
+
+    Tries explicit vectors of `vector_width` lanes first and falls back to scalar code when an
+    access along the innermost axis is not contiguous.
+    """
+    if vector_width:
+        try:
+            return LoopKernelEmitter(name, kernel, vector_width).emit()
+        except _NoVector:
+            pass
+    return LoopKernelEmitter(name, kernel, 0).emit()

@@ -1,0 +1,248 @@
+"""Fusion: partition the optimized Program into kernels (DESIGN.md "Fusion").
+
+Loop kernels hold elementwise chains with broadcasts and other movement folded into their access
+pattern, and row reductions with their elementwise prologue and epilogue: softmax, log-softmax,
+layer norm and their backwards each become one kernel per row block. A loop kernel iterates over
+one shape S; its reductions (if any) all reduce the same axes A of S, and its outputs have shape S
+(full) or S without A (one value per row). Contractions are their own kernels; primitives without
+a generated kernel yet become `host:` kernels.
+
+The walk goes backward over the equations: a producer joins the kernel of its consumers when all
+of them are in one loop kernel and the result stays valid (shape rules above). Cheap producers
+(0-d constants, their broadcasts, iota) are cloned into every kernel that reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nova.compiler.kernel import FusedProgram, Kernel
+from nova.core.ir import Eqn, Program
+from nova.core.primitive import FusionKind, IndexMap
+
+# Above this many elements a constant is a kernel input buffer rather than inlined.
+_INLINE_CONSTANT = 1
+# An elementwise value read by more kernels than this is stored once instead of recomputed.
+_MAX_CLONES = 3
+
+
+@dataclass
+class _Group:
+    kind: str
+    iter_shape: tuple
+    red_axes: tuple | None = None
+    eqns: list = field(default_factory=list)  # indices into program.eqns
+
+
+def _is_cheap(e: Eqn, prod: dict) -> bool:
+    """Recomputed in every consumer kernel instead of being stored."""
+    name = e.prim.name
+    if name == "constant":
+        return e.outputs[0].type.size <= _INLINE_CONSTANT
+    if name == "iota":
+        return True
+    if name == "broadcast_in_dim":
+        src = prod.get(id(e.inputs[0]))
+        return src is not None and _is_cheap(src, prod) and src.prim.name != "broadcast_in_dim"
+    return False
+
+
+def _loop_class(e: Eqn) -> str | None:
+    """'elementwise', 'movement' or 'reduction' if the equation can live in a loop kernel."""
+    p = e.prim
+    if p.name == "constant":
+        return None
+    if p.fusion is FusionKind.ELEMENTWISE and not isinstance(p.kernel, IndexMap) and not p.multiple_results:
+        return "elementwise"
+    if isinstance(p.kernel, IndexMap):
+        return "movement"
+    if p.fusion is FusionKind.REDUCTION and p.name in ("reduce_sum", "reduce_max", "reduce_min"):
+        return "reduction"
+    return None
+
+
+def _kept(shape, axes):
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _row_aligned(var, group_eqns: set, consumers: dict, eqns: list, in_shape, axes) -> bool:
+    """Every use of a per-row value inside the group reads it at the row's own index."""
+    kept_dims = tuple(i for i in range(len(in_shape)) if i not in axes)
+    keepdims_shape = tuple(1 if i in axes else d for i, d in enumerate(in_shape))
+    for ci in consumers.get(id(var), []):
+        if ci not in group_eqns:
+            continue
+        c = eqns[ci]
+        name = c.prim.name
+        out = c.outputs[0]
+        if name == "broadcast_in_dim":
+            dims = c.params["broadcast_dimensions"]
+            if out.type.shape != tuple(in_shape):
+                return False
+            if var.type.shape == _kept(in_shape, axes) and dims == kept_dims:
+                continue
+            if var.type.shape == keepdims_shape and dims == tuple(range(len(in_shape))):
+                continue
+            return False
+        if name == "reshape" and out.type.shape in (keepdims_shape, _kept(in_shape, axes)):
+            if not _row_aligned(out, group_eqns, consumers, eqns, in_shape, axes):
+                return False
+            continue
+        if _loop_class(c) == "elementwise" and out.type.shape == var.type.shape:
+            if not _row_aligned(out, group_eqns, consumers, eqns, in_shape, axes):
+                return False
+            continue
+        return False
+    return True
+
+
+def fuse(program: Program) -> FusedProgram:
+    eqns = program.eqns
+    prod = {id(o): e for e in eqns for o in e.outputs}
+    consumers: dict[int, list[int]] = {}
+    for i, e in enumerate(eqns):
+        for v in e.inputs:
+            consumers.setdefault(id(v), []).append(i)
+    outputs = {id(v) for v in program.outputs}
+    group_of: dict[int, _Group] = {}
+    groups: list[_Group] = []
+    # Equations recomputed inside each consumer kernel instead of being stored: eqn index ->
+    # the loop groups that clone it. Movement is free to recompute (an index map) and cheap
+    # elementwise ops cost less than a round trip through memory.
+    clones: dict[int, list] = {}
+
+    def users_of(e):
+        us, non_loop = [], False
+        for o in e.outputs:
+            for c in consumers.get(id(o), []):
+                gs = clones[c] if c in clones else [group_of.get(c)]
+                for g in gs:
+                    if g is None or g.kind != "loop":
+                        non_loop = True
+                    if g is not None and all(g is not u for u in us):
+                        us.append(g)
+        return us, non_loop
+
+    for i in reversed(range(len(eqns))):
+        e = eqns[i]
+        cls = _loop_class(e)
+        users, non_loop = users_of(e)
+        is_out = any(id(o) in outputs for o in e.outputs)
+        cheap = _is_cheap(e, prod)
+        if users and not non_loop and not is_out and (
+            cheap or (len(users) > 1 and cls == "movement")
+            or (len(users) > 1 and cls == "elementwise" and len(users) <= _MAX_CLONES)
+        ):
+            clones[i] = users
+            continue
+        target = users[0] if len(users) == 1 and not non_loop else None
+        if cls is not None and target is not None and target.kind == "loop" and \
+                _can_join(e, cls, target, is_out, consumers, eqns, clones):
+            target.eqns.append(i)
+            group_of[i] = target
+            continue
+        if cls == "reduction":
+            g = _Group("loop", e.inputs[0].type.shape, e.params["axes"], [i])
+        elif cls is not None:
+            g = _Group("loop", e.outputs[0].type.shape, None, [i])
+        elif e.prim.fusion is FusionKind.CONTRACTION:
+            g = _Group("contraction", e.outputs[0].type.shape, None, [i])
+        else:
+            g = _Group(f"host:{e.prim.name}", (), None, [i])
+        groups.append(g)
+        group_of[i] = g
+
+    groups.reverse()
+    index_of = {id(e): i for i, e in enumerate(eqns)}
+    kernels = [_make_kernel(g, eqns, prod, outputs, consumers, clones, index_of) for g in groups]
+    return FusedProgram(program, _order(kernels, program))
+
+
+def _can_join(e: Eqn, cls: str, g: _Group, is_out: bool, consumers, eqns, clones) -> bool:
+    out = e.outputs[0]
+    if cls == "reduction":
+        in_shape, axes = e.inputs[0].type.shape, e.params["axes"]
+        if g.red_axes is None:
+            if g.iter_shape not in (out.type.shape, in_shape):
+                return False
+        elif in_shape != g.iter_shape or axes != g.red_axes:
+            return False
+        members = set(g.eqns) | {c for c, gs in clones.items() if any(x is g for x in gs)}
+        if not _row_aligned(out, members, consumers, eqns, in_shape, axes):
+            return False
+        if g.red_axes is None and g.iter_shape == out.type.shape and not _all_row_level(g, eqns, out.type.shape):
+            return False
+        g.iter_shape, g.red_axes = in_shape, axes
+        return True
+    if not is_out:
+        return True
+    # A stored output must be full-shape, or per-row in a kernel with reductions.
+    if out.type.shape == g.iter_shape:
+        return True
+    return g.red_axes is not None and out.type.shape == _kept(g.iter_shape, g.red_axes)
+
+
+def _all_row_level(g: _Group, eqns, row_shape) -> bool:
+    return all(o.type.shape == row_shape for i in g.eqns for o in eqns[i].outputs)
+
+
+def _make_kernel(g: _Group, eqns, prod, outputs, consumers, clones, index_of) -> Kernel:
+    members = sorted(g.eqns)
+    member_set = set(members)
+    defined: set[int] = set()
+    body: list[Eqn] = []
+    inputs: list = []
+    seen_inputs: set[int] = set()
+
+    def pull(v):
+        """Makes v available inside the kernel: cloned if recomputed here, else an input."""
+        if id(v) in defined or id(v) in seen_inputs:
+            return
+        src = prod.get(id(v))
+        ci = index_of.get(id(src)) if src is not None else None
+        if ci is not None and ci in clones and any(x is g for x in clones[ci]):
+            for u in src.inputs:
+                pull(u)
+            body.append(src)
+            defined.update(id(o) for o in src.outputs)
+            return
+        seen_inputs.add(id(v))
+        inputs.append(v)
+
+    for i in members:
+        e = eqns[i]
+        for v in e.inputs:
+            if id(v) not in defined:
+                pull(v)
+        body.append(e)
+        defined.update(id(o) for o in e.outputs)
+    outs = []
+    for i in members:
+        for o in eqns[i].outputs:
+            used_outside = id(o) in outputs or any(
+                c not in member_set for c in consumers.get(id(o), []))
+            if used_outside:
+                outs.append(o)
+    sub = Program(list(inputs), body, outs)
+    k = Kernel(g.kind, sub, list(inputs), outs)
+    if g.kind == "loop":
+        k.schedule = {"iter_shape": g.iter_shape, "red_axes": g.red_axes}
+    return k
+
+
+def _order(kernels: list, program: Program) -> list:
+    """Kernels in an order where every input is computed before use (program order of outputs)."""
+    ready = {id(v) for v in program.inputs}
+    pending = list(kernels)
+    ordered = []
+    while pending:
+        progressed = False
+        for k in list(pending):
+            if all(id(v) in ready for v in k.inputs):
+                ordered.append(k)
+                ready.update(id(o) for o in k.outputs)
+                pending.remove(k)
+                progressed = True
+        if not progressed:
+            raise AssertionError("fusion produced a cyclic kernel graph")
+    return ordered

@@ -1,0 +1,75 @@
+"""Backend-neutral kernel descriptions: the result of fusion, the input of schedule and codegen.
+
+A Kernel is a group of equations of the optimized Program with its own sub-Program (kernel inputs
+-> kernel outputs). A FusedProgram is the launch list: kernels in execution order over the values
+of the Program.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from nova.core.ir import Program, Var, print_program
+
+
+@dataclass
+class Kernel:
+    """kind: "loop" (elementwise/movement chains and row reductions), "contraction", or
+    "host:<primitive>" (a primitive with no generated kernel yet, run by its reference)."""
+
+    kind: str
+    program: Program
+    inputs: list  # outer Vars, in the order of program.inputs
+    outputs: list  # outer Vars, in the order of program.outputs
+    schedule: dict = field(default_factory=dict)
+
+    def body_text(self) -> str:
+        return print_program(self.program, debug_info=False)
+
+    def key(self, target: str, version: str) -> str:
+        """The kernel cache key: canonical text + kind + schedule + target + Nova version."""
+        h = hashlib.sha256()
+        for part in (self.kind, self.body_text(), repr(sorted(self.schedule.items())), target,
+                     version):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()
+
+    @property
+    def name(self) -> str:
+        return "k_" + hashlib.sha256((self.kind + self.body_text()).encode()).hexdigest()[:16]
+
+    def op_names(self) -> list[str]:
+        return [e.prim.name for e in self.program.eqns if e.prim.name != "constant"]
+
+
+@dataclass
+class FusedProgram:
+    program: Program  # the optimized Program the kernels partition
+    kernels: list  # launch order
+
+    def as_text(self) -> str:
+        """The launch list: one `nova.kernel` line per kernel, naming its fused ops."""
+        names: dict[int, str] = {}
+
+        def nm(v: Var) -> str:
+            if id(v) not in names:
+                names[id(v)] = f"%{len(names)}"
+            return names[id(v)]
+
+        args = ", ".join(f"{nm(v)}: {v.type}" for v in self.program.inputs)
+        lines = [f"func.func @main({args}) {{"]
+        for k in self.kernels:
+            ins = ", ".join(nm(v) for v in k.inputs)
+            outs = ", ".join(nm(v) for v in k.outputs)
+            ops = ", ".join(k.op_names())
+            sched = " ".join(f"{a}={b}" for a, b in sorted(k.schedule.items()))
+            lines.append(f"  {outs} = nova.kernel @{k.name} ({ins}) "
+                         f"{{kind = \"{k.kind}\", ops = [{ops}]{', ' + sched if sched else ''}}}")
+        lines.append("  return " + ", ".join(nm(v) for v in self.program.outputs))
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def count(self, kind_prefix: str = "") -> int:
+        return sum(1 for k in self.kernels if k.kind.startswith(kind_prefix))

@@ -1,0 +1,1 @@
+"""Runtime: executables that run a launch list of compiled kernels over host buffers."""

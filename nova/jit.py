@@ -109,6 +109,15 @@ def set_backend_compile(fn: Callable | None) -> None:
     _backend_compile = fn or Executable
 
 
+def _compile_for_backend(program: Program):
+    """The Executable for the configured backend ("compiled": MLIR-generated native kernels)."""
+    if _backend_compile is Executable and config.read("backend") == "compiled":
+        from nova.compiler.backend_cpu import compile_program
+
+        return compile_program(program)
+    return _backend_compile(program)
+
+
 def _peak_bytes(program: Program) -> tuple[int, int]:
     """(peak live bytes over the equation order, bytes of intermediates), by a liveness scan."""
     last_use = {}
@@ -138,7 +147,7 @@ class Compiled:
         self.out_tree = out_tree
         self._sig = sig
         self._fn = fn
-        self._exe = _backend_compile(program)
+        self._exe = _compile_for_backend(program)
 
     def as_text(self) -> str:
         text = getattr(self._exe, "as_text", None)

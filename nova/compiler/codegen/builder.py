@@ -108,6 +108,8 @@ class Builder:
             lit = str(int(v))
         if width:
             val = self.op(f"arith.constant dense<{lit}> : vector<{width}x{el}>", dtype, width)
+        elif el == "i1":
+            val = self.op(f"arith.constant {lit}", dtype, 0)  # i1 literals carry no type suffix
         else:
             val = self.op(f"arith.constant {lit} : {el}", dtype, 0)
         self._consts[key] = val

@@ -203,7 +203,10 @@ class LoopKernelEmitter:
         if id(v) in self.arg:
             return self._load(v, idx)
         if id(v) in self.row_vals:
-            if [x.name for x in idx] != self.kept_names:
+            aligned = len(idx) == len(self.kept_names) and all(
+                x.name == n or (size == 1 and self.b.ivals.get(x.name) == 0)
+                for x, n, size in zip(idx, self.kept_names, self.kept_sizes, strict=True))
+            if not aligned:
                 raise AssertionError(
                     f"loop kernel {self.name}: a per-row value is read at {[x.name for x in idx]}, "
                     f"not at its row {self.kept_names} (fusion invariant broken)")
@@ -294,6 +297,7 @@ class LoopKernelEmitter:
             self.W = 0
         b.indent = 4
         self.kept_names = [f"%i{i}" for i in kept]
+        self.kept_sizes = [S[i] for i in kept]
         for i in kept:
             step = self.W if (i == vec_axis and self.W) else 1
             self._for(f"i{i}", S[i], step)

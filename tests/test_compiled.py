@@ -1,0 +1,268 @@
+"""The compiled CPU backend: every primitive and fused programs against the reference interpreter;
+fusion counts; the kernel cache (same process, second process, corruption, concurrency)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nova
+import nova.numpy as jnp
+from nova.compiler import cache
+from nova.compiler.backend_cpu import compile_program
+from nova.compiler.fuse import fuse
+from nova.compiler.pipeline import run_passes
+from nova.core.interpreter import run_program
+from nova.core.ir import Eqn, Program, TensorType, Var
+from nova.core.primitive import all_primitives
+from tests.helpers import assert_close
+from tests.prim_examples import all_examples
+
+PRIMS = all_primitives()
+EXAMPLES = all_examples()
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    d = tmp_path_factory.getbasetemp() / "nova-cache"
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(d))
+
+
+def _one_eqn_program(prim, args, params):
+    params = prim.canonical_params(params)
+    ins = [Var(TensorType(np.shape(a), np.asarray(a).dtype)) for a in args]
+    t = prim.abstract_eval([v.type for v in ins], **params)
+    outs = [Var(x) for x in (t if prim.multiple_results else [t])]
+    return Program(ins, [Eqn(prim, ins, params, outs)], outs)
+
+
+def _tolerance(out):
+    return 1e-5 if out.dtype == np.float32 else 1e-12
+
+
+@pytest.mark.parametrize("name", sorted(PRIMS))
+def test_every_primitive_compiled_matches_interpreter(name):
+    prim = PRIMS[name]
+    for k, ex in enumerate(EXAMPLES[name]):
+        args, params = ex(np.random.default_rng(k))
+        args = [np.asarray(a) for a in args]
+        # float32 variants of float64 examples exercise the vector paths too.
+        variants = [args]
+        if any(a.dtype == np.float64 for a in args) and name not in ("convert_element_type",):
+            variants.append([a.astype(np.float32) if a.dtype == np.float64 else a for a in args])
+        for vargs in variants:
+            p = _one_eqn_program(prim, vargs, params)
+            exe = compile_program(p)
+            got = exe(vargs)
+            want = run_program(p, vargs)
+            for g, w in zip(got, want, strict=True):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                assert_close(g, w, rtol=_tolerance(w), atol=_tolerance(w))
+
+
+def _softmax(x):
+    m = jnp.max(x, axis=-1, keepdims=True)
+    e = jnp.exp(x - m)
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def _layer_norm(x, g, b):
+    mu = jnp.mean(x, -1, keepdims=True)
+    v = jnp.mean((x - mu) ** 2, -1, keepdims=True)
+    return (x - mu) / jnp.sqrt(v + 1e-5) * g + b
+
+
+def _fused(f, *args):
+    p = run_passes(nova.make_program(f)(*args))
+    return p, fuse(p)
+
+
+def test_softmax_forward_is_one_kernel():
+    x = np.random.default_rng(0).standard_normal((16, 128)).astype(np.float32)
+    p, fp = _fused(_softmax, x)
+    assert len(fp.kernels) == 1 and fp.kernels[0].kind == "loop"
+    assert "reduce_max" in fp.as_text() and "reduce_sum" in fp.as_text()
+    assert_close(compile_program(p)([x])[0], run_program(p, [x])[0], rtol=1e-6)
+
+
+def test_layer_norm_forward_is_one_kernel():
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((16, 64)).astype(np.float32),
+            rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)]
+    p, fp = _fused(_layer_norm, *args)
+    assert len(fp.kernels) == 1
+    assert_close(compile_program(p)(args)[0], run_program(p, args)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_log_softmax_and_its_gradient_compile_and_match():
+    x = np.random.default_rng(2).standard_normal((8, 32)).astype(np.float32)
+
+    def f(x):
+        m = jnp.max(x, -1, keepdims=True)
+        return jnp.sum((x - m - jnp.log(jnp.sum(jnp.exp(x - m), -1, keepdims=True))) ** 2)
+
+    p = run_passes(nova.make_program(nova.value_and_grad(f))(x))
+    fp = fuse(p)
+    assert fp.count("host") == 0
+    for g, w in zip(compile_program(p)([x]), run_program(p, [x]), strict=True):
+        assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_backward_matches():
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((8, 64)).astype(np.float32),
+            rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)]
+    f = nova.grad(lambda x, g, b: jnp.sum(_layer_norm(x, g, b) ** 2), argnums=(0, 1, 2))
+    p = run_passes(nova.make_program(f)(*args))
+    for g, w in zip(compile_program(p)(args), run_program(p, args), strict=True):
+        assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_jit_uses_compiled_backend_and_reports_kernels():
+    nova.config.update("backend", "compiled")
+    try:
+        f = nova.jit(lambda x: _softmax(x) * 2.0)
+        x = np.random.default_rng(4).standard_normal((4, 16)).astype(np.float32)
+        c = f.lower(x).compile()
+        assert "nova.kernel" in c.as_text()
+        assert_close(f(x), 2 * np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True), rtol=1e-6)
+        assert c.memory_analysis()["kernels"] == 1
+        assert c.cost_analysis()["flops"] > 0
+    finally:
+        nova.config.update("backend", "interpreter")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_hypothesis_random_programs_compiled_vs_interpreted(data):
+    shape = data.draw(st.sampled_from([(4, 8), (3, 5), (2, 3, 16), (17,), (1, 32)]))
+    ops = data.draw(st.lists(st.sampled_from(
+        ["exp", "tanh", "mul", "add", "sum_keep", "max_keep", "T", "bcast", "sub_mean", "reshape"]),
+        min_size=1, max_size=6))
+    rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
+    x = rng.standard_normal(shape).astype(np.float32)
+
+    def f(x):
+        y = x
+        for op in ops:
+            if op == "exp":
+                y = jnp.exp(y * 0.1)
+            elif op == "tanh":
+                y = jnp.tanh(y)
+            elif op == "mul":
+                y = y * x if y.shape == x.shape else y * 2.0
+            elif op == "add":
+                y = y + 1.5
+            elif op == "sum_keep":
+                y = y - jnp.sum(y, axis=-1, keepdims=True) / y.shape[-1]
+            elif op == "max_keep":
+                y = y - jnp.max(y, axis=-1, keepdims=True)
+            elif op == "T":
+                y = y.T
+            elif op == "bcast":
+                y = y + jnp.sum(y, axis=0)
+            elif op == "sub_mean":
+                y = y - jnp.mean(y)
+            elif op == "reshape":
+                y = y.reshape(-1)
+        return jnp.sum(y * y)
+
+    p = run_passes(nova.make_program(nova.value_and_grad(f))(x))
+    for g, w in zip(compile_program(p)([x]), run_program(p, [x]), strict=True):
+        # float32 sums in another order: errors scale with the largest magnitude involved.
+        assert_close(g, w, rtol=2e-4, atol=2e-4 * max(1.0, float(np.abs(w).max())))
+
+
+def test_cache_hit_in_process_and_identical_kernels_compile_once():
+    cache.clear_memory()
+    before = dict(cache.stats)
+    x = np.ones((6, 40), np.float32)
+    p = run_passes(nova.make_program(lambda x: jnp.tanh(x) * 3.0 + 1.0)(x))
+    compile_program(p)
+    compile_program(p)
+    assert cache.stats["memory_hits"] > before["memory_hits"]
+
+    def two_layers(x):  # identical kernels twice in one program
+        for _ in range(2):
+            x = _softmax(x) * 2.0 + x
+        return x
+    q = run_passes(nova.make_program(two_layers)(x))
+    misses = cache.stats["misses"]
+    compile_program(q)
+    kinds = {k.name for k in fuse(q).kernels}
+    assert cache.stats["misses"] - misses <= len(kinds)
+
+
+def _subprocess_compile(cache_dir, tag):
+    code = textwrap.dedent(f"""
+        import json, time, numpy as np, nova, nova.numpy as jnp
+        from nova.compiler import cache
+        from nova.compiler.backend_cpu import compile_program
+        from nova.compiler.pipeline import run_passes
+        x = np.ones((5, 48), np.float32)
+        p = run_passes(nova.make_program(lambda x: jnp.exp(x - jnp.max(x, -1, keepdims=True)) * {tag})(x))
+        t = time.perf_counter(); exe = compile_program(p); dt = time.perf_counter() - t
+        print(json.dumps({{"stats": cache.stats, "dt": dt, "out": float(exe([x])[0].sum())}}))
+    """)
+    env = dict(os.environ, NOVA_CACHE_DIR=str(cache_dir))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_cache_hit_from_a_second_process(tmp_path):
+    first = _subprocess_compile(tmp_path, 2.0)
+    second = _subprocess_compile(tmp_path, 2.0)
+    assert first["stats"]["misses"] >= 1 and second["stats"]["misses"] == 0
+    assert second["stats"]["disk_hits"] >= 1
+    assert second["out"] == first["out"] == pytest.approx(5 * 48 * 2.0)
+
+
+def test_corrupted_cache_entry_is_dropped_and_rebuilt(tmp_path):
+    _subprocess_compile(tmp_path, 3.0)
+    libs = list((tmp_path / "cpu" / "lib").glob("*.so"))
+    assert libs
+    for lib in libs:
+        lib.write_bytes(lib.read_bytes()[:100])  # truncated
+    again = _subprocess_compile(tmp_path, 3.0)
+    assert again["stats"]["corrupt"] >= 1 and again["stats"]["misses"] >= 1
+    assert again["out"] == pytest.approx(5 * 48 * 3.0)
+
+
+def test_two_processes_fill_one_cache_at_once(tmp_path):
+    code = textwrap.dedent("""
+        import numpy as np, nova, nova.numpy as jnp
+        from nova.compiler.backend_cpu import compile_program
+        from nova.compiler.pipeline import run_passes
+        x = np.ones((7, 33), np.float32)
+        p = run_passes(nova.make_program(lambda x: jnp.sin(x) * jnp.cos(x))(x))
+        print(float(compile_program(p)([x])[0].sum()))
+    """)
+    env = dict(os.environ, NOVA_CACHE_DIR=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert float(out) == pytest.approx(7 * 33 * np.sin(1) * np.cos(1), rel=1e-5)
+
+
+def test_read_only_cache_dir_falls_back_to_memory(tmp_path, monkeypatch):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    (ro / "cpu").mkdir()
+    (ro / "cpu" / "lib").write_text("not a directory")  # makes the library dir unusable
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(ro))
+    monkeypatch.setattr(cache, "_warned_readonly", False)
+    x = np.ones((3, 19), np.float32)
+    p = run_passes(nova.make_program(lambda x: jnp.exp(x) * 7.0)(x))
+    with pytest.warns(UserWarning, match="in-memory"):
+        exe = compile_program(p)
+    assert_close(exe([x])[0], np.exp(x) * 7.0)

@@ -1,4 +1,7 @@
-"""Reductions of nova.numpy: sum, mean, var, std, max, min, any, all (NumPy's axis/keepdims)."""
+"""Reductions of nova.numpy: sum, prod, mean, var, std, max, min, argmax, argmin, any, all.
+
+NumPy's axis (None, int or tuple; negative counts from the end) and keepdims throughout.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import numpy as np
 
 from nova.core import dtypes
 from nova.ops import lax
-from nova.numpy_impl.util import asarray, normalize_axes, where_am_i
+from nova.numpy_impl.util import asarray, normalize_axes, normalize_axis, where_am_i
 
 
 def _keep(y, x_shape, axes, keepdims):
@@ -34,6 +37,24 @@ def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001 - NumPy's name
     axes = normalize_axes(axis, x.ndim)
     x = lax.convert_element_type(x, _sum_dtype(x, dtype))
     return _keep(lax.reduce_sum(x, axes), x.shape, axes, keepdims)
+
+
+def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
+    """Product over `axis` (None: all; int or tuple; negative counts from the end), numpy.prod.
+
+    bool and uint8 inputs multiply in int32 (as sum); `dtype` overrides. `initial` multiplies the
+    result. An empty reduction gives 1. The gradient is exact where the input holds zeros (the
+    product of the other elements). Raises ValueError for an out-of-range or repeated axis.
+    """
+    x = asarray(a)
+    axes = normalize_axes(axis, x.ndim)
+    x = lax.convert_element_type(x, _sum_dtype(x, dtype))
+    y = lax.reduce_prod(x, axes)
+    if initial is not None:
+        from nova.numpy_impl.ufuncs import multiply
+
+        y = lax.convert_element_type(multiply(y, initial), y.dtype)
+    return _keep(y, x.shape, axes, keepdims)
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
@@ -115,3 +136,42 @@ def all(a, axis=None, keepdims=False):  # noqa: A001
     return _keep(lax.reduce_min(b, axes), x.shape, axes, keepdims)
 
 
+def _arg_reduction(name, op):
+    def f(a, axis=None, out=None, *, keepdims=False):
+        if out is not None:
+            raise TypeError(
+                f"{name}: out= is not supported (nova arrays are immutable){where_am_i()}"
+            )
+        x = asarray(a)
+        shape = x.shape
+        if axis is None:
+            x = lax.reshape(x, (x.size,))
+            ax = 0
+        else:
+            ax = normalize_axis(axis, x.ndim)
+        if x.shape[ax] == 0:
+            raise ValueError(
+                f"attempt to get {name} of an empty sequence: shape {shape}, axis {axis}"
+                f"{where_am_i()}"
+            )
+        y = op(x, ax, dtypes.default_int)
+        if not keepdims:
+            return y
+        if axis is None:
+            return lax.reshape(y, (1,) * len(shape))
+        return lax.reshape(y, tuple(1 if i == ax else d for i, d in enumerate(shape)))
+
+    f.__name__ = name
+    f.__doc__ = (
+        f"Indices of the {'maxima' if name == 'argmax' else 'minima'} along `axis`, "
+        f"numpy.{name}.\n\n"
+        "axis None gives the index into the flattened array. The result is int32 with the input's\n"
+        "shape less `axis` (ones everywhere with keepdims and axis None). Ties give the first\n"
+        "index; a NaN wins over every number (the first NaN). Not differentiable. Raises\n"
+        "ValueError for an empty axis or an axis out of range, TypeError for `out`."
+    )
+    return f
+
+
+argmax = _arg_reduction("argmax", lax.argmax)
+argmin = _arg_reduction("argmin", lax.argmin)

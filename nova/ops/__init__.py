@@ -2,4 +2,5 @@
 
 from nova.ops import contraction, elementwise, reduction, structural  # noqa: F401
 from nova.ops import indexing, slicing  # noqa: F401
+from nova.ops import scan, sort  # noqa: F401
 from nova.ops import lax  # noqa: F401

@@ -222,6 +222,10 @@ def _round_up(a: int, b: int) -> int:
     return _ceil_div(a, b) * b
 
 
+def _pow2_at_least(x: int) -> int:
+    return 1 << max(0, x - 1).bit_length()
+
+
 def _balanced(total: int, cap: int, mult: int) -> int:
     """The block size <= cap (a multiple of mult) that cuts `total` into the fewest, most even
     blocks: e.g. k=300 with KC<=256 gives two blocks of 152, not 256 + 44."""
@@ -262,8 +266,10 @@ def plan(spec: MatmulSpec, device: CPUDevice | None = None) -> dict:
     _, mr, nv = best
     nr = nv * w
 
+    # KC is a multiple of the unroll and of the transposing packs' W x W blocks.
+    kq = max(KU, w)
     usable_l1 = dev.l1d * (dev.l1d_ways - 1) // dev.l1d_ways
-    kc_max = max(KU, usable_l1 // ((nr + 2 * mr) * size) // KU * KU)
+    kc_max = max(kq, usable_l1 // ((nr + 2 * mr) * size) // kq * kq)
     mc_max = max(mr, dev.l2 // 2 // (kc_max * size) // mr * mr)
     nc_max = max(nr, dev.l3 // max(1, dev.cores) // 2 // (kc_max * size) // nr * nr)
 
@@ -289,7 +295,7 @@ def plan(spec: MatmulSpec, device: CPUDevice | None = None) -> dict:
         split, slab = "none", 0
     rows = slab if split == "m" else spec.m
     cols = slab if split == "n" else spec.n
-    kc = _balanced(spec.k, kc_max, KU)
+    kc = _balanced(spec.k, kc_max, kq)
     mc = _balanced(rows, mc_max, mr)
     nc = _balanced(cols, nc_max, nr)
     return {
@@ -468,24 +474,8 @@ class _MatmulGen:
         j = e.add(jc, jofs)
         nv = e.min(e.idx(nr), e.sub(nc, jofs))
         if s.b_trans:
-            # B is (n, k): a column of the panel is a contiguous run of k. Scalar copies: the
-            # panel is packed once per (jc, pc) and reused by all MC blocks, so this is O(k n)
-            # work against O(m n k) FMAs.
-            e.for_("%pcol", c0, e.idx(nr), c1)
-            valid = e.cmp("slt", "%pcol", nv)
-            e.open(f"scf.if {valid}")
-            row = e.add(j, "%pcol")
-            e.for_("%kk", c0, kc, c1)
-            x = e.op(f"memref.load {self.B}[{self.bb}, {row}, {e.add(pc, '%kk')}] : {bt}", "x")
-            e.emit(f"memref.store {x}, {self.Bp}[%jp, %kk, %pcol] : {self.bp_t}")
-            e.close()
-            e.close("} else {")
-            e.indent += 2
-            e.for_("%kk", c0, kc, c1)
-            e.emit(f"memref.store {e.fzero()}, {self.Bp}[%jp, %kk, %pcol] : {self.bp_t}")
-            e.close()
-            e.close()
-            e.close()
+            # B is (n, k): the panel is a transpose of NR rows of B, done W x W at a time.
+            self.pack_transposed(self.B, bt, j, nv, nr, "%jp", self.Bp, self.bp_t, pc, kc)
         else:
             # B is (k, n): each packed row is NR contiguous elements, copied as vectors; the
             # last panel uses masked loads so that nothing past column n is touched.
@@ -533,8 +523,8 @@ class _MatmulGen:
         iofs = e.mul("%ip", e.idx(mr))
         i = e.add(ic, iofs)
         mv = e.min(e.idx(mr), e.sub(mc, iofs))
-        full = e.cmp("eq", mv, e.idx(mr))
         if s.a_trans:
+            full = e.cmp("eq", mv, e.idx(mr))
             # A is (k, m): the MR values of one packed k step are contiguous; one vector each.
             e.open(f"scf.if {full}")
             e.for_("%kk", c0, kc, c1)
@@ -552,26 +542,69 @@ class _MatmulGen:
             e.close()
             e.close()
         else:
-            # A is (m, k): the packing transposes MR rows; scalar copies row by row (reads stay
-            # contiguous). Rows past m are zero-filled.
-            e.for_("%prow", c0, e.idx(mr), c1)
-            valid = e.cmp("slt", "%prow", mv)
-            e.open(f"scf.if {valid}")
-            row = e.add(i, "%prow")
-            e.for_("%kk", c0, kc, c1)
-            x = e.op(f"memref.load {self.A}[{self.bb}, {row}, {e.add(pc, '%kk')}] : {at}", "x")
-            e.emit(f"memref.store {x}, {self.Ap}[%ip, %kk, %prow] : {self.ap_t}")
-            e.close()
-            e.close("} else {")
-            e.indent += 2
-            e.for_("%kk", c0, kc, c1)
-            e.emit(f"memref.store {e.fzero()}, {self.Ap}[%ip, %kk, %prow] : {self.ap_t}")
-            e.close()
-            e.close()
-            e.close()
+            # A is (m, k): the block is a transpose of MR rows of A.
+            self.pack_transposed(self.A, at, i, mv, mr, "%ip", self.Ap, self.ap_t, pc, kc)
         e.for_("%kk", kc, kcu, c1)
         e.emit(f"vector.store {e.fzero(mr)}, {self.Ap}[%ip, %kk, {c0}] : {self.ap_t}, {mvt}")
         e.close()
+        e.close()
+
+    def transpose(self, rows: list[str], tw: int) -> list[str]:
+        """The transpose of a tw x tw block held as tw vectors of width tw (tw a power of 2):
+        log2(tw) rounds of `new[2i], new[2i+1] = interleave_lo/hi(r[i], r[i + tw/2])` (the
+        perfect-shuffle transpose), each a `vector.shuffle` that LLVM maps to unpack/permute
+        instructions."""
+        e, vt = self.e, f"vector<{tw}x{self.elem}>"
+        lo = [q // 2 + (q % 2) * tw for q in range(tw)]
+        hi = [tw // 2 + q // 2 + (q % 2) * tw for q in range(tw)]
+        for _ in range(tw.bit_length() - 1):
+            new = []
+            for i in range(tw // 2):
+                a, b = rows[i], rows[i + tw // 2]
+                for mask in (lo, hi):
+                    new.append(e.op(f"vector.shuffle {a}, {b} {mask} : {vt}, {vt}", "tr"))
+            rows = new
+        return rows
+
+    def pack_transposed(self, src, src_t, base, nvalid, r, p, dst, dst_t, pc, kc) -> None:
+        """dst[p, kk, c] = src[bb, base + c, pc + kk] for c < r (0 for c >= nvalid), kk < kc
+        (0 up to the next multiple of the block size TW; plan() makes KC a multiple of it).
+
+        Rows of src are contiguous in k, so blocks of TW rows x TW k-values are read as TW
+        vectors (masked at the n/m and k edges, which also zero-fills), transposed in registers
+        and stored as TW packed k-steps: vector loads and stores instead of 2 scalar memory
+        operations per element, and far less code for LLVM than scalar copy loops it would
+        unroll and vectorize itself.
+        """
+        e, el = self.e, self.elem
+        tw = min(self.t["W"], _pow2_at_least(r))
+        vt, mt = f"vector<{tw}x{el}>", f"vector<{tw}xi1>"
+        c0 = e.idx(0)
+        e.for_("%tk", c0, kc, e.idx(tw))
+        cnt_k = e.min(e.idx(tw), e.sub(kc, "%tk"))
+        col = e.add(pc, "%tk")
+        for g in range(_ceil_div(r, tw)):
+            rows = []
+            for c in range(tw):
+                row = g * tw + c
+                if row >= r:  # padding rows of the block (r < tw): zeros, never loaded
+                    rows.append(e.fzero(tw))
+                    continue
+                ok = e.cmp("slt", e.idx(row), nvalid)
+                cnt = e.op(f"arith.select {ok}, {cnt_k}, {c0} : index", "i")
+                mask = e.op(f"vector.create_mask {cnt} : {mt}", "mask")
+                rows.append(e.op(f"vector.maskedload {src}[{self.bb}, {e.add(base, e.idx(row))}, "
+                                 f"{col}], {mask}, {e.fzero(tw)} : {src_t}, {mt}, {vt} into {vt}",
+                                 "x"))
+            lanes = min(tw, r - g * tw)  # the last block may hold fewer real rows
+            for q, v in enumerate(self.transpose(rows, tw)):
+                kk = e.add("%tk", e.idx(q)) if q else "%tk"
+                st = vt
+                if lanes < tw:
+                    st = f"vector<{lanes}x{el}>"
+                    v = e.op(f"vector.extract_strided_slice {v} {{offsets = [0], "
+                             f"sizes = [{lanes}], strides = [1]}} : {vt} to {st}", "x")
+                e.emit(f"vector.store {v}, {dst}[{p}, {kk}, {e.idx(g * tw)}] : {dst_t}, {st}")
         e.close()
 
     # ---- micro-kernel ----

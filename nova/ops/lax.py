@@ -4,6 +4,7 @@ from nova.ops.contraction import dot_general  # noqa: F401
 from nova.ops.elementwise import *  # noqa: F401,F403
 from nova.ops.elementwise import abs, max, min, pow, round  # noqa: F401,A004
 from nova.ops.indexing import clamp_indices, gather, in_bounds, scatter, scatter_add  # noqa: F401
+from nova.ops.random_bits import threefry2x32  # noqa: F401
 from nova.ops.reduction import (  # noqa: F401
     argmax,
     argmin,

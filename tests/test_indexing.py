@@ -465,3 +465,91 @@ def test_scatter_and_gather_appear_in_jitted_backward():
 
     text = nova.jit(nova.grad(loss)).trace(_arr((10, 4)), np.array([1, 3, 3], np.int32)).as_text()
     assert "nova.gather" in text and "nova.scatter_add" in text
+
+
+def test_programs_with_indexing_ops_print_parse_and_verify():
+    """Every indexing primitive's params survive the IR's print/parse round trip."""
+
+    def f(x, i, v):
+        y = x[1:, ::-1][i] + jnp.pad(x, ((1, 0), (0, 2)))[:3, :4]
+        z = jnp.concatenate([y, x.at[i].set(v)], axis=0)
+        return z.at[jnp.asarray(np.array([0, 0, 2]))].max(1.0), jnp.roll(x, 1, 1)
+
+    args = (_arr((4, 4)), np.int32(2), np.ones(4))
+    p = nova.make_program(nova.value_and_grad(lambda x, i, v: f(x, i, v)[0].sum()))(*args)
+    text = p.as_text()
+    for name in ("slice", "rev", "pad", "concatenate", "gather", "scatter_add", "scatter"):
+        assert f"nova.{name} " in text, name
+    q = nova.parse_program(text)
+    q.verify()
+    assert q.structural_hash() == p.structural_hash()
+
+
+def test_second_order_gradients_through_gather_and_scatter():
+    idx = np.array([0, 2, 2], np.int32)
+
+    def g(x):
+        return nova.grad(lambda y: jnp.sum(jnp.asarray(y)[idx] ** 3))(x)
+
+    check_grads(g, [_arr((4,))])
+
+    def h(x, v):
+        return nova.grad(lambda y: jnp.sum(jnp.asarray(y).at[idx].multiply(v) ** 2))(x)
+
+    check_grads(h, [_arr((4,)), np.array([0.5, -1.5, 2.0])])
+
+
+def test_jit_cache_hits_for_new_index_values():
+    f = nova.jit(lambda x, i: x[i] * 2)
+    x = _arr((5, 3))
+    for i in range(5):
+        assert_close(f(x, np.int32(i)), 2 * x[i])
+    info = f.cache_info()
+    assert (info.misses, info.hits) == (1, 4)
+
+
+DTYPES = [np.bool_, np.uint8, np.int32, np.int64, np.float16, jnp.bfloat16, np.float32, np.float64]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_indexing_and_updates_keep_every_dtype(dtype):
+    x = (np.arange(12).reshape(3, 4) % 5).astype(dtype)
+    v = np.ones((2, 4), dtype)
+    idx = ([2, 0], slice(None))
+    assert_close(jnp.asarray(x)[idx], x[idx])
+    assert jnp.asarray(x)[1:, ::-1].dtype == np.dtype(dtype)
+    for method in ("set", "add", "max"):
+        got = getattr(jnp.asarray(x).at[idx], method)(v)
+        assert got.dtype == np.dtype(dtype)
+        assert_close(got, _np_at(x, idx, v, method))
+
+
+def test_primitive_shape_rules_raise_clear_errors():
+    from nova.ops import lax
+
+    x = jnp.zeros((3, 4))
+    i = jnp.asarray(np.zeros((2, 1), np.int32))
+    with pytest.raises(nova.ShapeError, match=r"bad bounds on dimension 1 of shape \(3, 4\)"):
+        lax.slice(x, (0, 0), (3, 5))
+    with pytest.raises(nova.ShapeError, match="needs 2 start/limit/stride"):
+        lax.slice(x, (0,), (3,))
+    with pytest.raises(nova.ShapeError, match="gives size -1"):
+        lax.pad(x, 0.0, ((0, 0, 0), (-3, -2, 0)))
+    with pytest.raises(nova.ShapeError, match=r"needs 2 \(lo, hi, interior\) triples"):
+        lax.pad(x, 0.0, ((0, 0), (1, 1, 0)))
+    with pytest.raises(TypeError, match="padding value dtype"):
+        lax.pad(x, jnp.asarray(np.float64(0)), ((0, 0, 0), (1, 1, 0)))
+    with pytest.raises(nova.ShapeError, match=r"shapes \(3, 4\) \(2, 3\) differ outside dimension 0"):
+        lax.concatenate([x, jnp.zeros((2, 3))], 0)
+    with pytest.raises(TypeError, match="indices must have an integer dtype"):
+        lax.gather(x, jnp.zeros((2, 1)), (0,))
+    with pytest.raises(nova.ShapeError, match=r"must end in a dimension of size len\(axes\) = 2"):
+        lax.gather(x, i, (0, 1))
+    with pytest.raises(ValueError, match="repeated axis"):
+        lax.gather(x, jnp.asarray(np.zeros((2, 2), np.int32)), (1, 1))
+    with pytest.raises(nova.ShapeError, match=r"updates of shape \(2, 3\) must have shape"):
+        lax.scatter_add(x, i, jnp.zeros((2, 3)), (0,))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        lax.scatter(x, i, jnp.zeros((2, 4)), (0,), "div")
+    with pytest.raises(nova.ShapeError, match="cannot index axis 0 of size 0"):
+        lax.gather(jnp.zeros((0, 4)), i, (0,))

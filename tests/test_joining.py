@@ -276,6 +276,8 @@ def test_roll_size_zero_and_errors():
     assert_close(jnp.roll(np.zeros((0, 3)), 2, 0), np.zeros((0, 3)))
     with pytest.raises(ValueError, match="same length"):
         jnp.roll(np.zeros((2, 2)), (1, 2, 3), (0, 1))
+    with pytest.raises(TypeError, match="shift must be an integer"):
+        jnp.roll(np.zeros(3), 1.5)
 
 
 # --- pad -----------------------------------------------------------------------------------------

@@ -328,6 +328,8 @@ def _roll_axis(x, shift, ax):
         return x
     s = static_value(shift) if isinstance(shift, Array) else np.asarray(shift)
     if s is not None:
+        if s.dtype.kind not in "iu" or s.ndim:
+            raise TypeError(f"roll: shift must be an integer, got {shift!r}{where_am_i()}")
         s = int(s) % n
         if s == 0:
             return x

@@ -156,7 +156,7 @@ def _pad_rule(x, padding_value, *, padding_config):
         raise TypeError(
             f"pad: padding value dtype {padding_value.dtype} differs from operand dtype {x.dtype}"
         )
-    if len(padding_config) != x.ndim:
+    if len(padding_config) != x.ndim or any(len(t) != 3 for t in padding_config):
         raise ShapeError(
             f"pad: operand of shape {x.shape} needs {x.ndim} (lo, hi, interior) triples, got "
             f"{padding_config}"

@@ -1,0 +1,160 @@
+"""GFLOP/s of Nova's generated CPU matmul kernels against NumPy (OpenBLAS), float32.
+
+    .venv/bin/python bench/matmul.py                    # 1 and 2 threads, default shapes
+    .venv/bin/python bench/matmul.py --threads 1 --shapes 1024 --tiles '{"KC": 128}'
+
+Shapes: n means (n x n) @ (n x n); "MxKxN" means (M x K) @ (K x N). GFLOP/s = 2 M N K / time.
+Each thread count runs in its own subprocess with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set
+before NumPy loads (and threadpoolctl, when installed, pins NumPy as well), so NumPy's thread
+pool cannot leak across configurations. Nova and NumPy calls are interleaved, so that both see
+the same machine load; we report the best and the median wall time of each. With one thread we
+also report the rate from the calling thread's CPU time (time.thread_time), which stays
+meaningful while other processes share the cores (the wall time then includes time spent
+descheduled). NumPy is only the peer here: Nova's kernels never call it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT_SHAPES = ["256", "512", "1024", "2048", "1024x768x3072"]
+
+
+def parse_shape(s: str) -> tuple[int, int, int]:
+    parts = [int(x) for x in s.lower().split("x")]
+    if len(parts) == 1:
+        return parts[0], parts[0], parts[0]
+    m, k, n = parts
+    return m, k, n
+
+
+def run_one(threads: int, shapes: list[str], tiles_override: dict, budget_s: float) -> list[dict]:
+    import numpy as np
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from nova.compiler.codegen.cpu.matmul import MatmulSpec, build_matmuls, plan
+
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # the environment variables set by the parent already pin OpenBLAS
+        threadpool_limits = None
+
+    specs, tiles = {}, {}
+    for s in shapes:
+        m, k, n = parse_shape(s)
+        name = f"mm_{m}x{k}x{n}"
+        specs[name] = MatmulSpec(1, m, n, k, threads=threads)
+        tiles[name] = {**plan(specs[name]), **tiles_override}
+    so = os.path.join(tempfile.mkdtemp(prefix="nova-bench-"), "mm.so")
+    t0 = time.perf_counter()
+    kernels = build_matmuls(specs, so, tiles)
+    compile_s = time.perf_counter() - t0
+
+    rng = np.random.default_rng(0)
+    results = []
+    for name, spec in specs.items():
+        m, n, k = spec.m, spec.n, spec.k
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        out = np.empty((m, n), np.float32)
+        kernels[name](a, b, out=out)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        err = float(np.abs(out - ref).max() / np.abs(ref).max())
+        flop = 2.0 * m * n * k
+
+        def numpy_mm():
+            np.matmul(a, b)
+
+        def nova_mm():
+            kernels[name](a, b, out=out)
+
+        times = {"nova": [], "numpy": []}
+        ctx = threadpool_limits(threads) if threadpool_limits else None
+        if ctx:
+            ctx.__enter__()
+        try:
+            numpy_mm()  # warm up OpenBLAS' pool
+            reps = int(max(5, min(200, budget_s / 2 / max(flop / 50e9, 1e-6))))
+            for _ in range(reps):
+                for kind, fn in (("nova", nova_mm), ("numpy", numpy_mm)):
+                    w0, c0 = time.perf_counter(), time.thread_time()
+                    fn()
+                    times[kind].append((time.perf_counter() - w0, time.thread_time() - c0))
+        finally:
+            if ctx:
+                ctx.__exit__(None, None, None)
+        row = {"shape": f"{m}x{k}x{n}", "threads": threads, "err": err, "reps": reps,
+               "tiles": {key: tiles[name][key] for key in
+                         ("MR", "NR", "KC", "MC", "NC", "threads", "split")}}
+        for kind, ts in times.items():
+            wall = [t[0] for t in ts]
+            row[kind] = {"best": flop / min(wall) / 1e9,
+                         "median": flop / statistics.median(wall) / 1e9}
+            if threads == 1:
+                row[kind]["cpu_best"] = flop / max(1e-9, min(t[1] for t in ts)) / 1e9
+        results.append(row)
+    results.append({"compile_s": compile_s, "kernels": len(specs)})
+    return results
+
+
+def report(rows: list[dict]) -> None:
+    print(f"{'shape (MxKxN)':>16} {'thr':>3} | {'nova best':>9} {'median':>7} | "
+          f"{'numpy best':>10} {'median':>7} | {'ratio best':>10} {'median':>7} | "
+          f"{'cpu-time ratio':>14} | tiles")
+    for r in rows:
+        if "shape" not in r:
+            print(f"  (compiled {r['kernels']} kernels in {r['compile_s']:.2f} s)")
+            continue
+        nv, npy = r["nova"], r["numpy"]
+        cpu = (f"{nv['cpu_best']:5.1f}/{npy['cpu_best']:5.1f}={nv['cpu_best'] / npy['cpu_best']:.2f}"
+               if "cpu_best" in nv else "")
+        t = r["tiles"]
+        print(f"{r['shape']:>16} {r['threads']:>3} | {nv['best']:9.1f} {nv['median']:7.1f} | "
+              f"{npy['best']:10.1f} {npy['median']:7.1f} | {nv['best'] / npy['best']:10.2f} "
+              f"{nv['median'] / npy['median']:7.2f} | {cpu:>14} | "
+              f"{t['MR']}x{t['NR']} KC={t['KC']} MC={t['MC']} NC={t['NC']} "
+              f"thr={t['threads']}/{t['split']} err={r['err']:.1e}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    ap.add_argument("--shapes", nargs="*", default=DEFAULT_SHAPES)
+    ap.add_argument("--tiles", default="{}", help="JSON overriding plan() entries (experiments)")
+    ap.add_argument("--budget", type=float, default=2.0, help="seconds of runs per shape")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        rows = run_one(args.threads[0], args.shapes, json.loads(args.tiles), args.budget)
+        print("RESULT " + json.dumps(rows))
+        return
+    rows = []
+    for th in args.threads:
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(th), OMP_NUM_THREADS=str(th))
+        # Idle OpenMP workers sleep at once instead of spinning for 200 ms (the default), which
+        # would steal the core from NumPy's next interleaved call.
+        env.setdefault("KMP_BLOCKTIME", "0")
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--threads", str(th),
+               "--shapes", *args.shapes, "--tiles", args.tiles, "--budget", str(args.budget)]
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if res.returncode != 0:
+            sys.exit(f"benchmark with {th} threads failed:\n{res.stdout}\n{res.stderr}")
+        line = [x for x in res.stdout.splitlines() if x.startswith("RESULT ")][-1]
+        rows += json.loads(line[len("RESULT "):])
+    try:
+        load = os.getloadavg()[0]
+        print(f"load average before the last run: {load:.1f} on {os.cpu_count()} CPUs")
+    except OSError:
+        pass
+    report(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -8,16 +8,19 @@ The generator is Threefry-2x32 with 20 rounds (Salmon, Moraes, Dror, Shaw, "Para
 numbers: as easy as 1, 2, 3", SC 2011; the `threefry2x32` primitive) in counter mode, laid out as
 JAX lays it out with its default `jax_threefry_partitionable=True`: the element at row-major
 position i of a result hashes the 64-bit counter (i >> 32, i & 0xFFFFFFFF). So `key`, `split`,
-`fold_in`, `bits`, `uniform`, `randint`, `bernoulli`, `permutation`, `choice`, `gumbel` and
-`categorical` equal jax.random's results bit for bit (tests/test_random.py checks them).
+`fold_in`, `bits`, `uniform` (every float dtype), `randint`, `bernoulli`, `permutation` and
+`choice` equal jax.random's results bit for bit, and so do `categorical` and `choice` with `p`
+but without replacement except at near-ties of their Gumbel noise (tests/test_random.py).
 
 Deliberate differences from JAX:
 - keys are always raw uint32 arrays (`key` and `PRNGKey` are the same; there are no typed keys);
 - a seed counts modulo 2**32 and a Python int `fold_in` datum too (JAX without x64 keeps the low
   32 bits of a seed and refuses out-of-range data);
-- `normal` and `truncated_normal` follow JAX's construction (the inverse error function of a
-  uniform, by Giles' polynomials), but XLA contracts those polynomials into fused multiply-adds
-  and has its own log1p, so they agree with JAX's values to a few ulps, not bit for bit;
+- `normal`, `truncated_normal`, `gumbel` and `exponential` follow JAX's construction (for the
+  first two the inverse error function of a uniform, by Giles' polynomials), but XLA has its own
+  log, log1p and erf and contracts polynomials into fused multiply-adds, so they agree with JAX's
+  values to a few ulps (in erf space, for truncated_normal's ill-conditioned tails), not bit for
+  bit;
 - `randint` samples int32, uint32 and uint8 (int64 would need 64-bit unsigned arithmetic).
 """
 

@@ -535,3 +535,22 @@ def test_nextafter_is_exact(dtype):
         np.testing.assert_array_equal(
             got.view(np.uint8), want.view(np.uint8), err_msg=f"direction {direction}"
         )
+
+
+def test_compiled_backend_gives_the_same_numbers(tmp_path, monkeypatch):
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    args = (nr.key(31), np.int32(77), np.float32(-1.5))
+    want = nova.jit(_everything)(*args)
+    nova.config.update("backend", "compiled")
+    try:
+        got = nova.jit(_everything)(*args)
+    finally:
+        nova.config.update("backend", "interpreter")
+    for name in want:
+        a, b = np.asarray(got[name]), np.asarray(want[name])
+        assert a.dtype == b.dtype, name
+        if a.dtype.kind == "f":
+            # Compiled transcendental functions may differ from NumPy's by an ulp.
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=name)

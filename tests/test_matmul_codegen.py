@@ -214,10 +214,10 @@ def test_epilogue_width_checked():
 # --- threads -----------------------------------------------------------------------------------
 
 THREADED = {
-    "t_m": MatmulSpec(1, 301, 64, 300, threads=2),  # split along m
-    "t_n": MatmulSpec(1, 40, 515, 200, True, True, threads=2),  # split along n
-    "t_b": MatmulSpec(4, 70, 90, 250, False, True, threads=2),  # split along batch
-    "t_b3": MatmulSpec(3, 130, 50, 300, True, False, threads=2),  # batch 3: split along m
+    "t_m": MatmulSpec(1, 301, 64, 500, threads=2),  # split along m
+    "t_n": MatmulSpec(1, 40, 515, 400, True, True, threads=2),  # split along n
+    "t_b": MatmulSpec(4, 70, 90, 350, False, True, threads=2),  # split along batch
+    "t_b3": MatmulSpec(3, 130, 50, 450, True, False, threads=2),  # batch 3: split along m
 }
 
 

@@ -64,6 +64,18 @@ def openmp_runtime() -> str:
     raise CompilerError("OpenMP kernels need libiomp5.so: pip install intel-openmp")
 
 
+def use_openmp_defaults() -> None:
+    """Nova's OpenMP runtime settings, unless the user set them: call before the first threaded
+    kernel runs (the runtime reads its environment when it initializes, at the first parallel
+    region).
+
+    KMP_BLOCKTIME=0: idle workers sleep at once instead of spinning for 200 ms. Measured on the
+    2-core development machine (bench/NOTES.md): a 2-thread call cost 17 us with 0 and 43 us
+    with the default, because spinning workers compete with everything else for the cores.
+    """
+    os.environ.setdefault("KMP_BLOCKTIME", "0")
+
+
 def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
                               dump_dir: str | None = None, what: str = "kernels",
                               openmp: bool = False) -> None:
@@ -83,6 +95,8 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
     from mlir.execution_engine import ExecutionEngine
 
     omp_lib = openmp_runtime() if openmp else None
+    if openmp:
+        use_openmp_defaults()
     work = tempfile.mkdtemp(prefix="nova-cc-")
     src_path = os.path.join(dump_dir or work, f"{os.path.basename(so_path)}.mlir")
     if dump_dir:

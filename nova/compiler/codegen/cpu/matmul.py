@@ -209,9 +209,10 @@ class MatmulSpec:
 KU = 4
 # The most rows of a micro-tile: more only costs code size (the register bound is stricter).
 MR_CAP = 16
-# A thread is worth its fork/join (a futex wake-up and a barrier, a few tens of microseconds)
-# only with about this much work: ~4 MFLOP is ~50-100 us on one core.
-MIN_FLOPS_PER_THREAD = 4_000_000
+# A thread is worth its fork/join only with this much work. Measured (bench/NOTES.md): a
+# 2-thread call costs 15-30 us more than a 1-thread one, which 2 threads win back from about
+# 2 x 80 GFLOP/s x 30 us = 4.8 MFLOP of work; 8 MFLOP per thread leaves a margin.
+MIN_FLOPS_PER_THREAD = 8_000_000
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -778,7 +779,11 @@ def emit_matmul(name: str, spec: MatmulSpec, tiles: dict | None = None,
                 device: CPUDevice | None = None) -> str:
     """MLIR text of `func.func @name(A, B, *epilogue_args, C)` computing spec (see the module
     docstring for shapes). tiles: a plan() dict to use instead of the analytic one (for the
-    benchmark's experiments); device: the CPUDevice to plan for (default: this host)."""
+    benchmark's experiments); device: the CPUDevice to plan for (default: this host).
+
+    A threaded kernel (`needs_openmp(text)`) calls the OpenMP runtime: its module must also hold
+    OMP_DECLS once (module_text() adds them), be compiled with `openmp=True`, and run after
+    `use_openmp_defaults()` (compile.py) in the process that loads it."""
     t = dict(tiles) if tiles is not None else plan(spec, device)
     return _MatmulGen(name, spec, t).emit()
 
@@ -828,10 +833,17 @@ def build_matmuls(kernels: dict[str, MatmulSpec], so_path: str,
                   tiles: dict[str, dict] | None = None) -> dict[str, MatmulKernel]:
     """Emits all `kernels` (name -> spec) into one module, compiles it to `so_path` and returns
     name -> MatmulKernel. tiles optionally overrides the plan of some kernels."""
-    from nova.compiler.codegen.cpu.compile import compile_to_shared_library, load_function
+    from nova.compiler.codegen.cpu.compile import (
+        compile_to_shared_library,
+        load_function,
+        use_openmp_defaults,
+    )
 
     tiles = tiles or {}
     text = module_text([emit_matmul(n, s, tiles.get(n)) for n, s in kernels.items()])
-    compile_to_shared_library(text, list(kernels), so_path, openmp=needs_openmp(text),
+    openmp = needs_openmp(text)
+    if openmp:
+        use_openmp_defaults()
+    compile_to_shared_library(text, list(kernels), so_path, openmp=openmp,
                               what=f"matmul kernels {', '.join(kernels)}")
     return {n: MatmulKernel(s, load_function(so_path, n, s.nargs)) for n, s in kernels.items()}

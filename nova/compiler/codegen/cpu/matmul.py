@@ -684,45 +684,34 @@ class _MatmulGen:
         n = mr * nvec
         rows = [e.add(i, e.idx(r)) if r else i for r in range(mr)]
         cols = [e.add(j, e.idx(v * w)) if v else j for v in range(nvec)]
-        e.open(f"scf.if {full}")
         tys = ", ".join([vt] * n)
-        if t.get("c_update", "end") == "init":
-            # Variant kept for the benchmark's comparison (bench/NOTES.md): after the first k
-            # block the accumulators start from C, whose load latency then stalls the FMAs.
-            init = e.fresh("init")
-            e.open(f"{init}:{n} = scf.if {first} -> ({tys})")
-            e.emit(f"scf.yield {', '.join([e.fzero(w)] * n)} : {tys}")
-            e.close("} else {")
-            e.indent += 2
-            cv = [e.op(f"vector.load {self.C}[{self.bb}, {rows[r]}, {cols[v]}] : {ct}, {vt}",
-                       "cv") for r in range(mr) for v in range(nvec)]
-            e.emit(f"scf.yield {', '.join(cv)} : {tys}")
-            e.close()
-            acc = self.k_loop(jr, ir, kcu, [f"{init}#{q}" for q in range(n)])
-        else:
-            # Full tile: accumulate from zero and add C after the k loop (BLIS' beta = 1
-            # update), so C's load latency is not in front of the FMA chains; C is prefetched
-            # for writing now and arrives while the k loop runs.
-            if t.get("prefetch_c", True):
-                for r in range(mr):
-                    for v in range(nvec):
-                        e.emit(f"memref.prefetch {self.C}[{self.bb}, {rows[r]}, {cols[v]}], "
-                               f"write, locality<3>, data : {ct}")
-            part = self.k_loop(jr, ir, kcu, [e.fzero(w)] * n)
-            sums = e.fresh("sum")
-            e.open(f"{sums}:{n} = scf.if {first} -> ({tys})")
-            e.emit(f"scf.yield {', '.join(part)} : {tys}")
-            e.close("} else {")
-            e.indent += 2
-            added = []
+        # Accumulate from zero and add C after the k loop (BLIS' beta = 1 update): loading C
+        # into the accumulators first put its latency in front of the FMA chains (measured
+        # 81 vs 86 GFLOP/s at 2048, bench/NOTES.md). A full tile's C is prefetched for writing
+        # now and arrives while the k loop runs. Full and edge tiles share the k loop.
+        if t.get("prefetch_c", True):
+            e.open(f"scf.if {full}")
             for r in range(mr):
                 for v in range(nvec):
-                    old = e.op(f"vector.load {self.C}[{self.bb}, {rows[r]}, {cols[v]}] : {ct}, "
-                               f"{vt}", "cv")
-                    added.append(e.op(f"arith.addf {old}, {part[r * nvec + v]} : {vt}", "y"))
-            e.emit(f"scf.yield {', '.join(added)} : {tys}")
+                    e.emit(f"memref.prefetch {self.C}[{self.bb}, {rows[r]}, {cols[v]}], "
+                           f"write, locality<3>, data : {ct}")
             e.close()
-            acc = [f"{sums}#{q}" for q in range(n)]
+        part = self.k_loop(jr, ir, kcu, [e.fzero(w)] * n)
+        e.open(f"scf.if {full}")
+        sums = e.fresh("sum")
+        e.open(f"{sums}:{n} = scf.if {first} -> ({tys})")
+        e.emit(f"scf.yield {', '.join(part)} : {tys}")
+        e.close("} else {")
+        e.indent += 2
+        added = []
+        for r in range(mr):
+            for v in range(nvec):
+                old = e.op(f"vector.load {self.C}[{self.bb}, {rows[r]}, {cols[v]}] : {ct}, {vt}",
+                           "cv")
+                added.append(e.op(f"arith.addf {old}, {part[r * nvec + v]} : {vt}", "y"))
+        e.emit(f"scf.yield {', '.join(added)} : {tys}")
+        e.close()
+        acc = [f"{sums}#{q}" for q in range(n)]
         if s.epilogue is not None:
             e.open(f"scf.if {last}")
             for r in range(mr):
@@ -738,11 +727,11 @@ class _MatmulGen:
                        f"{cols[v]}] : {ct}, {vt}")
         if s.epilogue is not None:
             e.close()
-        # Edge tile (sticks out of C): compute the whole tile into the scratch tile Ct, then
-        # merge its valid part element by element (scalar epilogue).
+        # Edge tile (sticks out of C): spill the whole tile to the scratch tile Ct, then merge
+        # its valid part element by element (scalar epilogue).
         e.close("} else {")
         e.indent += 2
-        acc = self.k_loop(jr, ir, kcu, [e.fzero(w)] * n)
+        acc = part
         for r in range(mr):
             for v in range(nvec):
                 e.emit(f"vector.store {acc[r * nvec + v]}, {self.Ct}[{e.idx(r)}, "

@@ -10,7 +10,13 @@ import nova
 import nova.numpy as jnp
 from tests.helpers import assert_close, check_grads
 
-jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True)
+def _jax_x64():
+    """JAX in float64 for this module's references only (the flag is process-wide)."""
+    with jax.enable_x64(True):
+        yield
 
 THIS_FILE = "test_indexing.py"
 

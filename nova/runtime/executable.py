@@ -35,7 +35,9 @@ class CPUExecutable:
     def __call__(self, values: list) -> list:
         env: dict[int, np.ndarray] = {}
         for i, v in enumerate(values):
-            env[i] = np.ascontiguousarray(v)
+            v = np.asarray(v)
+            # (np.ascontiguousarray would turn a 0-d array into shape (1,))
+            env[i] = v if v.flags.c_contiguous else v.copy()
         keep = set(self.output_slots)
         for k, launch in enumerate(self.launches):
             ins = [env[s] for s in launch.inputs]

@@ -63,7 +63,11 @@ def float_literal(v: float, elem: str) -> str:
         pos = {"f16": "0x7C00", "bf16": "0x7F80", "f32": "0x7F800000", "f64": "0x7FF0000000000000"}
         neg = {"f16": "0xFC00", "bf16": "0xFF80", "f32": "0xFF800000", "f64": "0xFFF0000000000000"}
         return (pos if v > 0 else neg)[elem]
-    return repr(float(v))
+    r = repr(float(v))
+    mant, e, exp = r.partition("e")
+    if "." not in mant:  # MLIR float literals need a decimal point: 1e+30 -> 1.0e+30
+        r = mant + ".0" + e + exp
+    return r
 
 
 class Builder:
@@ -141,9 +145,40 @@ class Builder:
     def _narrow(self, x: Value, dtype) -> Value:
         if elem_type(dtype) in ("f16", "bf16") and x.elem == "f32":
             el = elem_type(dtype)
+            if el == "bf16":
+                return self._to_bf16(x)
             t = f"vector<{x.width}x{el}>" if x.width else el
             return self.op(f"arith.truncf {x.name} : {x.type} to {t}", np.dtype(dtype), x.width)
         return x
+
+    def _to_bf16(self, x: Value) -> Value:
+        """f32 -> bf16 rounding to nearest even, in integer ops: LLVM would call the compiler-rt
+        builtin __truncsfbf2, which the system's libgcc (GCC 12) does not provide."""
+        w = x.width
+
+        def vt(e):
+            return f"vector<{w}x{e}>" if w else e
+
+        def raw(text, dtype=dtypes.uint32):
+            return self.op(text, dtype, w)  # intermediate integer values (names only)
+
+        i32, i16 = vt("i32"), vt("i16")
+        c16 = self.const(16, dtypes.uint32, w)
+        one = self.const(1, dtypes.uint32, w)
+        b7fff = self.const(0x7FFF, dtypes.uint32, w)
+        bits = raw(f"arith.bitcast {x.name} : {vt('f32')} to {i32}")
+        top = raw(f"arith.shrui {bits.name}, {c16.name} : {i32}")
+        low = raw(f"arith.andi {top.name}, {one.name} : {i32}")
+        bias = raw(f"arith.addi {low.name}, {b7fff.name} : {i32}")
+        rounded = raw(f"arith.addi {bits.name}, {bias.name} : {i32}")
+        hi = raw(f"arith.shrui {rounded.name}, {c16.name} : {i32}")
+        h16 = raw(f"arith.trunci {hi.name} : {i32} to {i16}")
+        nan = raw(f"arith.cmpf uno, {x.name}, {x.name} : {x.type}", dtypes.bool_)
+        qnan_lit = "dense<32704>" if w else "32704"  # 0x7FC0, bf16's quiet NaN
+        qnan = raw(f"arith.constant {qnan_lit} : {i16}")
+        cond_t = vt("i1")
+        sel = raw(f"arith.select {nan.name}, {qnan.name}, {h16.name} : {cond_t}, {i16}")
+        return self.op(f"arith.bitcast {sel.name} : {i16} to {vt('bf16')}", dtypes.bfloat16, w)
 
     def _float_op(self, opname: str, *xs: Value) -> Value:
         xs = self._coerce(*xs)
@@ -325,6 +360,10 @@ class Builder:
             bits = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
             if src in ("f16", "bf16") and dst in ("f16", "bf16"):
                 return self._narrow(self._wide(x), dtype)
+            if dst == "bf16":
+                return self._to_bf16(self._wide(x) if src != "f64" else self.op(
+                    f"arith.truncf {x.name} : {x.type} to {f'vector<{w}xf32>' if w else 'f32'}",
+                    dtypes.float32, w))
             opname = "arith.extf" if bits[dst] > bits[src] else "arith.truncf"
             return self.op(f"{opname} {x.name} : {x.type} to {t}", dtype, w)
         if x.is_float:  # float -> int: truncate toward zero; NaN -> 0

@@ -178,11 +178,12 @@ def _prod_partial(x, axes):
 def _prod_vjp(ct, x, *, out, axes):
     if not dtypes.is_float(x.dtype):
         return (None,)
-    return (ew.mul(_expand_back(ct, x.shape, axes), _prod_partial(x, axes)),)
+    # Zero-safe: a zero cotangent stays zero where the partial overflowed to inf.
+    return (ew._zero_safe_mul(_expand_back(ct, x.shape, axes), _prod_partial(x, axes)),)
 
 
 def _prod_jvp(t, x, *, out, axes):
-    return reduce_sum(ew.mul(t[0], _prod_partial(x, axes)), axes)
+    return reduce_sum(ew._zero_safe_mul(t[0], _prod_partial(x, axes)), axes)
 
 
 reduce_prod_p = Primitive(

@@ -21,6 +21,13 @@ from nova.ops.random_bits import threefry2x32
 SEEDS = [0, 1, 42, 2**31 - 1, 2**32 - 1]
 
 
+@pytest.fixture(autouse=True)
+def _jax_without_x64():
+    # The comparisons are with JAX's defaults; other test modules switch x64 on globally.
+    with jax.enable_x64(False):
+        yield
+
+
 def _same(a, b):
     a, b = np.asarray(a), np.asarray(b)
     assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)

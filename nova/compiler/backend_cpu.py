@@ -7,6 +7,8 @@ import os
 
 
 
+import numpy as np
+
 from nova.compiler import cache
 from nova.compiler.codegen.cpu.compile import compile_to_shared_library, load_function
 from nova.compiler.codegen.cpu.loops import emit_loop_kernel
@@ -54,8 +56,15 @@ def _contraction_as_loop(k: Kernel) -> Kernel:
     return lk
 
 
+def _empty(k: Kernel) -> bool:
+    """All outputs have size 0: there is nothing to compute (no kernel is generated)."""
+    return all(v.type.size == 0 for v in k.outputs)
+
+
 def _host_fn(k: Kernel):
     prog = k.program
+    if _empty(k):
+        return lambda arrays: [np.empty(v.type.shape, v.type.dtype) for v in prog.outputs]
 
     def run(arrays):
         env = {id(v): a for v, a in zip(prog.inputs, arrays, strict=True)}
@@ -73,7 +82,7 @@ def _kernel_sources(fused: FusedProgram):
     """(kernel, codegen kernel, symbol, text) for every generated kernel."""
     out = []
     for k in fused.kernels:
-        if k.kind.startswith("host:"):
+        if k.kind.startswith("host:") or _empty(k):
             continue
         gk = _contraction_as_loop(k) if k.kind == "contraction" else k
         sym = gk.name

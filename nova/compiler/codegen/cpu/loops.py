@@ -285,9 +285,17 @@ class LoopKernelEmitter:
                 out.setdefault(depth(r.inputs[0]), []).append(r)
         return [out[k] for k in sorted(out)]
 
+    def _signature(self) -> str:
+        args = [f"{n}: {memref_type(t)}" for n, t in self.arg.values()]
+        args += [f"{n}: {memref_type(v.type)}" for n, v in self.out_args]
+        return f"  func.func @{self.name}({', '.join(args)}) {{"
+
     def emit(self) -> str:
         b = self.b
         S, A = self.S, self.A
+        if any(d == 0 for d in S) and not A or any(S[i] == 0 for i in range(len(S)) if i not in A):
+            # Nothing to compute: every output is empty.
+            return "\n".join([self._signature(), "    return", "  }"])
         kept = [i for i in range(len(S)) if i not in A]
         ivs: dict[int, Value] = {}
         vec_axis = len(S) - 1 if S and (not A or A[-1] == len(S) - 1) else None
@@ -333,10 +341,7 @@ class LoopKernelEmitter:
             self.W, self.vec_iv = saved_w, saved_iv
         for _ in kept:
             self._end()
-        args = [f"{n}: {memref_type(t)}" for n, t in self.arg.values()]
-        args += [f"{n}: {memref_type(v.type)}" for n, v in self.out_args]
-        head = f"  func.func @{self.name}({', '.join(args)}) {{"
-        return "\n".join([head] + b.lines + ["    return", "  }"])
+        return "\n".join([self._signature()] + b.lines + ["    return", "  }"])
 
     def _phase(self, reds, ivs, kept):
         b = self.b

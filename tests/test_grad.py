@@ -222,3 +222,13 @@ def test_grad_wrt_integer_input_raises():
         nova.grad(lambda n: jnp.sum(n * 2.0))(np.array([1, 2], np.int32))
     with pytest.raises(TypeError, match="int32"):
         nova.grad(lambda x, n: jnp.sum(x) * n, argnums=1)(np.ones(2), 3)
+
+
+def test_zero_cotangent_through_infinite_partials_is_zero():
+    # exp(1000.) overflows: the discarded branch's derivative is inf, its cotangent is 0.
+    f = lambda x: jnp.sum(jnp.where(x < 10.0, jnp.exp(x), 0.0))  # noqa: E731
+    g = nova.grad(f)(np.array([1.0, 1000.0], np.float32))
+    assert_close(g, [np.e, 0.0], rtol=1e-6)
+    h = nova.grad(lambda x: jnp.sum(jnp.where(x > 0, x * np.float32(np.inf), 0.0)))(
+        np.array([-1.0, 2.0], np.float32))
+    assert h[0] == 0 and np.isinf(h[1])

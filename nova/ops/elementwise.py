@@ -53,8 +53,15 @@ def _to_bool(rule):
 
 
 def _zero_safe_mul(ct, d):
-    """ct * d, but exactly 0 where ct == 0 even if d is inf/nan (DESIGN.md, Numerics)."""
-    return select(eq(ct, zeros_like(ct)), zeros_like(ct), mul(ct, d))
+    """ct * d, but exactly 0 where ct == 0 even if d is inf/nan (DESIGN.md, Numerics).
+
+    Only non-finite partials are masked, so the result stays linear in ct with derivative d
+    wherever d is finite (higher-order derivatives through zero cotangents stay exact).
+    """
+    if not dtypes.is_float(d.dtype):
+        return mul(ct, d)
+    bad = bitwise_and(eq(ct, zeros_like(ct)), bitwise_or(isnan(d), isinf(d)))
+    return mul(ct, select(bad, zeros_like(d), d))
 
 
 def _jvp_from_partials(partials, safe):
@@ -64,7 +71,7 @@ def _jvp_from_partials(partials, safe):
         for t, d in zip(tangents, ds, strict=True):
             if d is None:
                 continue
-            term = _zero_safe_mul(t, d) if safe else mul(t, d)
+            term = _zero_safe_mul(t, d)
             acc = term if acc is None else add(acc, term)
         return acc if acc is not None else zeros_like(out)
 
@@ -72,9 +79,11 @@ def _jvp_from_partials(partials, safe):
 
 
 def _vjp_from_partials(partials, safe):
+    # Every elementwise VJP is zero-safe (DESIGN.md, Numerics): a zero cotangent contributes
+    # exactly zero even where the local derivative is inf or NaN (exp of inf, x * inf, ...).
     def vjp(ct, *primals, out, **params):
         ds = partials(*primals, out=out, **params)
-        f = _zero_safe_mul if safe else mul
+        f = _zero_safe_mul
         return tuple(None if d is None else f(ct, d) for d in ds)
 
     return vjp

@@ -10,7 +10,13 @@ import os
 import numpy as np
 
 from nova.compiler import cache
-from nova.compiler.codegen.cpu.compile import compile_to_shared_library, load_function
+from nova.compiler.codegen.cpu.compile import (
+    compile_to_shared_library,
+    load_function,
+    use_openmp_defaults,
+)
+from nova.compiler.codegen.cpu.contraction import emit_contraction
+from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
 from nova.compiler.codegen.cpu.loops import emit_loop_kernel
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import FusedProgram, Kernel
@@ -48,12 +54,12 @@ def _contraction_as_loop(k: Kernel) -> Kernel:
     yb = emit("broadcast_in_dim", [yt], {"shape": S, "broadcast_dimensions": tuple(range(nb)) + tuple(range(nb + nxf, len(S)))})
     prod = emit("mul", [xb, yb], {})
     axes = tuple(range(len(out_shape), len(S)))
-    out = emit("reduce_sum", [prod], {"axes": axes})
-    sub = Program(list(k.program.inputs), [q for q in k.program.eqns if q is not e] + eqns, [out])
-    # Rename: the kernel's own output var must be the reduction's result.
-    sub.outputs = [out]
-    lk = Kernel("loop", sub, k.inputs, k.outputs, {"iter_shape": S, "red_axes": axes})
-    return lk
+    prim = lookup("reduce_sum")
+    # The reduction defines the dot_general's own result, so epilogue equations still read it.
+    eqns.append(Eqn(prim, [prod], prim.canonical_params({"axes": axes}), [e.outputs[0]]))
+    rest = [q for q in k.program.eqns if q is not e]
+    sub = Program(list(k.program.inputs), eqns + rest, list(k.program.outputs))
+    return Kernel("loop", sub, k.inputs, k.outputs, {"iter_shape": S, "red_axes": axes})
 
 
 def _empty(k: Kernel) -> bool:
@@ -78,44 +84,70 @@ def _host_fn(k: Kernel):
     return run
 
 
-def _kernel_sources(fused: FusedProgram):
-    """(kernel, codegen kernel, symbol, text) for every generated kernel."""
-    out = []
-    for k in fused.kernels:
-        if k.kind.startswith("host:") or _empty(k):
-            continue
-        gk = _contraction_as_loop(k) if k.kind == "contraction" else k
-        sym = gk.name
-        out.append((k, gk, sym))
-    return out
+def _split_epilogue(k: Kernel):
+    """A contraction kernel as two: the bare matmul, then its epilogue as a loop kernel."""
+    (dot,) = [e for e in k.program.eqns if e.prim.name == "dot_general"]
+    x, y = dot.inputs
+    out = dot.outputs[0]
+    mm = Kernel("contraction", Program([x, y], [dot], [out]), [x, y], [out])
+    rest = [e for e in k.program.eqns if e is not dot]
+    ins = [out] + [v for v in k.program.inputs if v is not x and v is not y]
+    used = {id(v) for e in rest for v in e.inputs}
+    ins = [v for v in ins if id(v) in used]
+    epi = Kernel("loop", Program(ins, rest, list(k.program.outputs)), ins, list(k.outputs),
+                 {"iter_shape": out.type.shape, "red_axes": None})
+    return [mm, epi]
 
 
-def compile_fused(fused: FusedProgram, *, target: str | None = None):
+def _lower(k: Kernel) -> list:
+    """[(codegen kernel, symbol, MLIR text)] implementing fusion kernel k, in launch order."""
+    if k.kind.startswith("host:") or _empty(k):
+        return []
+    if k.kind == "contraction":
+        text = emit_contraction(k.name, k)
+        if text is not None:
+            return [(k, k.name, text)]
+        if len(k.program.eqns) > 1:
+            parts = _split_epilogue(k)
+            out = []
+            for part in parts:
+                out += _lower(part)
+            return out
+        gk = _contraction_as_loop(k)
+        return [(gk, gk.name, emit_loop_kernel(gk.name, gk))]
+    return [(k, k.name, emit_loop_kernel(k.name, k))]
+
+
+def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
+    """{id(fusion kernel): [(codegen kernel, ctypes function)]} for every generated kernel."""
     target = target or cache.host_target()
     dump_dir = os.environ.get("NOVA_DUMP_DIR")
-    fns: dict[int, object] = {}
-    missing = []
-    for k, gk, sym in _kernel_sources(fused):
-        key = gk.key(target, cache.CODEGEN_VERSION)
-        fn = cache.memory_get(key)
-        if fn is None:
-            rec = cache.disk_get(key)
-            if rec is not None:
-                try:
-                    fn = load_function(rec["so"], rec["symbol"], rec["nargs"])
-                    cache.memory_put(key, fn)
-                except OSError:
-                    fn = None
-        if fn is None:
-            missing.append((k, gk, sym, key))
-        else:
-            fns[id(k)] = fn
+    result: dict[int, list] = {}
+    missing: dict[str, tuple] = {}
+    plans = []
+    for k in fused.kernels:
+        parts = []
+        for gk, sym, text in _lower(k):
+            if needs_openmp(text):
+                use_openmp_defaults()  # before a threaded kernel is loaded in this process
+            key = cache.kernel_key(sym, text, target)
+            fn = cache.memory_get(key)
+            if fn is None:
+                rec = cache.disk_get(key)
+                if rec is not None:
+                    try:
+                        fn = load_function(rec["so"], rec["symbol"], rec["nargs"])
+                        cache.memory_put(key, fn)
+                    except OSError:
+                        fn = None
+            if fn is None:
+                missing.setdefault(sym, (gk, key, text))
+            parts.append((gk, key))
+        plans.append((k, parts))
     if missing:
         cache.stats["misses"] += len(missing)
-        unique = {}
-        for k, gk, sym, key in missing:
-            unique.setdefault(sym, (gk, key))
-        text = "module {\n" + "\n".join(emit_loop_kernel(sym, gk) for sym, (gk, _) in unique.items()) + "\n}\n"
+        body = [text for (_, _, text) in missing.values()]
+        text = module_text(body)
         batch = hashlib.sha256((text + target + cache.CODEGEN_VERSION).encode()).hexdigest()[:24]
         so = cache.library_path(batch)
         in_memory_only = so is None
@@ -123,17 +155,18 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None):
             import tempfile
 
             so = os.path.join(tempfile.mkdtemp(prefix="nova-mem-"), batch + ".so")
-        compile_to_shared_library(text, list(unique), so, dump_dir=dump_dir,
-                                  what=f"{len(unique)} kernel(s) {', '.join(list(unique)[:4])}")
-        for sym, (gk, key) in unique.items():
+        compile_to_shared_library(text, list(missing), so, dump_dir=dump_dir,
+                                  what=f"{len(missing)} kernel(s) {', '.join(list(missing)[:4])}",
+                                  openmp=needs_openmp(text))
+        for sym, (gk, key, _) in missing.items():
             nargs = len(gk.program.inputs) + len(gk.program.outputs)
             fn = load_function(so, sym, nargs)
             cache.memory_put(key, fn)
             if not in_memory_only:
                 cache.disk_put(key, so, sym, nargs)
-        for k, gk, sym, key in missing:
-            fns[id(k)] = cache.memory_get(key)
-    return fns
+    for k, parts in plans:
+        result[id(k)] = [(gk, cache.memory_get(key)) for gk, key in parts]
+    return result
 
 
 def compile_program(program: Program, *, target: str | None = None) -> CPUExecutable:
@@ -151,16 +184,20 @@ def compile_program(program: Program, *, target: str | None = None) -> CPUExecut
     launches = []
     per_kernel = []
     for k in fused.kernels:
-        ins = [slot(v) for v in k.inputs]
-        outs = [slot(v) for v in k.outputs]
-        types = [v.type for v in k.outputs]
-        fn = fns.get(id(k))
-        host = None if fn is not None else _host_fn(k)
-        launches.append(Launch(k.name, ins, outs, types, fn, host))
-        flops = sum(e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs], **e.params).flops
-                    for e in k.program.eqns)
+        parts = fns.get(id(k), [])
+        if not parts:
+            launches.append(Launch(k.name, [slot(v) for v in k.inputs],
+                                   [slot(v) for v in k.outputs], [v.type for v in k.outputs],
+                                   None, _host_fn(k)))
+        for gk, fn in parts:
+            launches.append(Launch(gk.name, [slot(v) for v in gk.program.inputs],
+                                   [slot(v) for v in gk.program.outputs],
+                                   [v.type for v in gk.program.outputs], fn, None))
+        flops = sum(e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs],
+                                **e.params).flops for e in k.program.eqns)
         moved = sum(v.type.nbytes for v in k.inputs) + sum(v.type.nbytes for v in k.outputs)
-        per_kernel.append({"kernel": k.name, "kind": k.kind, "flops": flops, "bytes": moved})
+        per_kernel.append({"kernel": k.name, "kind": k.kind, "flops": flops, "bytes": moved,
+                           "launches": max(1, len(parts))})
     output_slots = [slot(v) for v in program.outputs]
     last_use = {}
     for n, l in enumerate(launches):

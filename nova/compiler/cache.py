@@ -57,6 +57,16 @@ def _entry_path(key: str) -> str:
     return os.path.join(cache_dir(), "cpu", key[:2], key + ".json")
 
 
+def kernel_key(symbol: str, text: str, target: str) -> str:
+    """The cache key of one generated kernel: its MLIR text (which names the kernel's canonical
+    structure and schedule through its symbol and code), the target and the codegen version."""
+    h = hashlib.sha256()
+    for part in (symbol, text, target, CODEGEN_VERSION):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def memory_get(key: str):
     with _lock:
         fn = _mem.get(key)

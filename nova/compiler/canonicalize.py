@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from nova.compiler.rewrite import Rewriter, constant_value
-from nova.core.ir import Program
+from nova.core.ir import Program, TensorType
+from nova.core.primitive import FusionKind
 from nova.core.trace import _reference_eval
 
 _NO_FOLD = {"constant", "iota", "broadcast_in_dim"}
-_FOLD_LIMIT = 4096  # elements: folding must not turn a cheap broadcast into a big constant
+_FOLD_LIMIT = 64  # elements: folding must not turn a cheap broadcast into a big constant
 
 
 def canonicalize(program: Program) -> Program:
@@ -54,16 +55,38 @@ def canonicalize(program: Program) -> Program:
                              {"shape": e.params["shape"], "broadcast_dimensions": dims}, e.source)
             rw.replace(e.outputs[0], out)
             continue
-        if (ins and name not in _NO_FOLD and all(o.type.size <= _FOLD_LIMIT for o in e.outputs)):
+        if ins and name not in _NO_FOLD:
             consts = [constant_value(v, rw.producer) for v in ins]
             if all(c is not None for c in consts):
-                vals = _reference_eval(e.prim, [np.asarray(c) for c in consts], e.params,
-                                       [o.type for o in e.outputs])
-                for o, val in zip(e.outputs, vals, strict=True):
-                    rw.replace(o, rw.constant(val, e.source))
-                continue
+                if _fold(rw, e, consts):
+                    continue
         rw.keep(e)
     return rw.finish()
+
+
+def _fold(rw: Rewriter, e, consts) -> bool:
+    """Evaluates an equation of constants. Elementwise ops of splats fold to a splat (a 0-d
+    constant and a broadcast), so folding never turns a broadcast into a big constant."""
+    splat = all(np.asarray(c).size >= 1 and np.all(np.asarray(c) == np.asarray(c).reshape(-1)[0])
+                for c in consts)
+    if e.prim.fusion is FusionKind.ELEMENTWISE and splat and not e.prim.multiple_results:
+        scalars = [np.asarray(c).reshape(-1)[:1].reshape(()) for c in consts]
+        (val,) = _reference_eval(e.prim, scalars, e.params,
+                                 [TensorType((), o.type.dtype) for o in e.outputs])
+        out = e.outputs[0]
+        c = rw.constant(val, e.source)
+        if out.type.shape:
+            (c,) = rw.emit("broadcast_in_dim", [c], {"shape": out.type.shape,
+                                                      "broadcast_dimensions": ()}, e.source)
+        rw.replace(out, c)
+        return True
+    if any(o.type.size > _FOLD_LIMIT for o in e.outputs):
+        return False
+    vals = _reference_eval(e.prim, [np.asarray(c) for c in consts], e.params,
+                           [o.type for o in e.outputs])
+    for o, val in zip(e.outputs, vals, strict=True):
+        rw.replace(o, rw.constant(val, e.source))
+    return True
 
 
 def _is_identity(name, params, in_type) -> bool:

@@ -32,6 +32,7 @@ class _Group:
     iter_shape: tuple
     red_axes: tuple | None = None
     eqns: list = field(default_factory=list)  # indices into program.eqns
+    dot: int | None = None  # the contraction's equation index
 
 
 def _is_cheap(e: Eqn, prod: dict) -> bool:
@@ -117,7 +118,11 @@ def fuse(program: Program) -> FusedProgram:
             for c in consumers.get(id(o), []):
                 gs = clones[c] if c in clones else [group_of.get(c)]
                 for g in gs:
-                    if g is None or g.kind != "loop":
+                    # A matmul's epilogue evaluates values inline like a loop kernel; its
+                    # operands must be stored.
+                    inline = g is not None and (g.kind == "loop" or (
+                        g.kind == "contraction" and c != g.dot and c not in clones))
+                    if not inline:
                         non_loop = True
                     if g is not None and all(g is not u for u in us):
                         us.append(g)
@@ -141,12 +146,27 @@ def fuse(program: Program) -> FusedProgram:
             target.eqns.append(i)
             group_of[i] = target
             continue
+        if cls is not None and target is not None and target.kind == "contraction" and \
+                cls != "reduction" and not is_out and target.red_axes is None and \
+                not any(c == target.dot for o in e.outputs for c in consumers.get(id(o), [])):
+            # A producer of the epilogue (not of the matmul's operands) is evaluated inline.
+            target.eqns.append(i)
+            group_of[i] = target
+            continue
+        if e.prim.fusion is FusionKind.CONTRACTION and target is not None and not is_out and \
+                _epilogue_ok(e, target, eqns, consumers, outputs, clones):
+            # Fuse into the matmul: the loop group becomes its epilogue (bias, activation, ...).
+            target.kind = "contraction"
+            target.dot = i
+            target.eqns.append(i)
+            group_of[i] = target
+            continue
         if cls == "reduction":
             g = _Group("loop", e.inputs[0].type.shape, e.params["axes"], [i])
         elif cls is not None:
             g = _Group("loop", e.outputs[0].type.shape, None, [i])
         elif e.prim.fusion is FusionKind.CONTRACTION:
-            g = _Group("contraction", e.outputs[0].type.shape, None, [i])
+            g = _Group("contraction", e.outputs[0].type.shape, None, [i], dot=i)
         else:
             g = _Group(f"host:{e.prim.name}", (), None, [i])
         groups.append(g)
@@ -182,12 +202,33 @@ def _can_join(e: Eqn, cls: str, g: _Group, is_out: bool, consumers, eqns, clones
     return g.red_axes is not None and out.type.shape == _kept(g.iter_shape, g.red_axes)
 
 
+def _epilogue_ok(dot: Eqn, g: _Group, eqns, consumers, outputs, clones) -> bool:
+    """A loop group can be the epilogue of `dot`: it has no reductions, iterates over the dot's
+    output shape, has one output of that shape, and reads the dot's result only elementwise."""
+    out = dot.outputs[0]
+    if g.kind != "loop" or g.red_axes is not None or g.iter_shape != out.type.shape:
+        return False
+    members = set(g.eqns)
+    outs = [o for i in g.eqns for o in eqns[i].outputs
+            if id(o) in outputs or any(c not in members for c in consumers.get(id(o), []))]
+    if len(outs) != 1 or outs[0].type.shape != out.type.shape or outs[0].type.dtype != out.type.dtype:
+        return False
+    for c in consumers.get(id(out), []):
+        ce = eqns[c]
+        if c not in members or _loop_class(ce) != "elementwise" or ce.outputs[0].type.shape != out.type.shape:
+            return False
+    return True
+
+
 def _all_row_level(g: _Group, eqns, row_shape) -> bool:
     return all(o.type.shape == row_shape for i in g.eqns for o in eqns[i].outputs)
 
 
 def _make_kernel(g: _Group, eqns, prod, outputs, consumers, clones, index_of) -> Kernel:
     members = sorted(g.eqns)
+    if g.dot is not None:  # the matmul first: its operands are the kernel's first inputs
+        members.remove(g.dot)
+        members.insert(0, g.dot)
     member_set = set(members)
     defined: set[int] = set()
     body: list[Eqn] = []

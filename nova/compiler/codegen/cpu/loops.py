@@ -199,7 +199,11 @@ class LoopKernelEmitter:
             val = b.cmp("ne", val, b.const(0, dtypes.uint8, W))
         return val
 
+    bound: dict = {}
+
     def _compute(self, v, idx) -> Value:
+        if id(v) in self.bound:
+            return self.bound[id(v)]
         if id(v) in self.arg:
             return self._load(v, idx)
         if id(v) in self.row_vals:

@@ -22,7 +22,15 @@ from nova.core.array import Array
 from nova.core.interpreter import run_program
 from nova.core.ir import Program, TensorType
 from nova.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
-from nova.core.trace import Trace, Tracer, current_trace, end_trace, trace_context
+from nova.core.trace import (
+    Trace,
+    Tracer,
+    _reference_eval,
+    current_trace,
+    end_trace,
+    set_eager_executor,
+    trace_context,
+)
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,18 @@ _backend_compile: Callable[[Program], Executable] = Executable
 def set_backend_compile(fn: Callable | None) -> None:
     global _backend_compile
     _backend_compile = fn or Executable
+
+
+def _eager(prim, values, params, out_types):
+    """Eager evaluation follows the configured backend, so eager and jitted code share one path."""
+    if config.read("backend") == "compiled":
+        from nova.compiler.eager import run_eqn
+
+        return run_eqn(prim, values, params, out_types)
+    return _reference_eval(prim, values, params, out_types)
+
+
+set_eager_executor(_eager)
 
 
 def _compile_for_backend(program: Program):

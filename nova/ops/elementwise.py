@@ -202,7 +202,7 @@ reciprocal_p = _unary(
 _erf_vec = np.frompyfunc(math.erf, 1, 1)
 erf_p = _unary(
     "erf",
-    lambda x: _erf_vec(x).astype(np.asarray(x).dtype),
+    lambda x: np.asarray(_erf_vec(x), dtype=np.float64).astype(np.asarray(x).dtype),
     lambda x, y: mul(_c(x, 2 / math.sqrt(math.pi)), exp(neg(mul(x, x)))),
     lambda b, x: b.erf(x),
 )

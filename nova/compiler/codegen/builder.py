@@ -18,7 +18,10 @@ from nova.core import dtypes
 
 _ELEM = {
     dtypes.bool_: "i1", dtypes.uint8: "i8", dtypes.uint32: "i32", dtypes.int32: "i32",
-    dtypes.int64: "i64", dtypes.float16: "f16", dtypes.bfloat16: "bf16", dtypes.float32: "f32",
+    # bf16 values are carried as their i16 bit patterns: x86 LLVM legalizes bf16 loads/stores
+    # through f32 and then calls compiler-rt's __truncsfbf2, which GCC 12's libgcc lacks. All
+    # bf16 arithmetic goes through f32 (_wide/_narrow) anyway.
+    dtypes.int64: "i64", dtypes.float16: "f16", dtypes.bfloat16: "i16", dtypes.float32: "f32",
     dtypes.float64: "f64",
 }
 _UNSIGNED = {dtypes.uint8, dtypes.uint32, dtypes.bool_}
@@ -104,7 +107,9 @@ class Builder:
         if hit is not None:
             return hit
         el = elem_type(dtype)
-        if dtype != "index" and dtypes.is_float(dtype):
+        if dtype == dtypes.bfloat16:
+            lit = str(int(np.array(v, dtypes.bfloat16).view(np.int16)))
+        elif dtype != "index" and dtypes.is_float(dtype):
             lit = float_literal(float(v), el)
         elif el == "i1":
             lit = "true" if bool(v) else "false"
@@ -137,17 +142,25 @@ class Builder:
 
     def _wide(self, x: Value) -> Value:
         """f16/bf16 compute in f32 (each op rounds back, as NumPy/ml_dtypes do)."""
-        if x.elem in ("f16", "bf16"):
-            t = f"vector<{x.width}xf32>" if x.width else "f32"
-            return self.op(f"arith.extf {x.name} : {x.type} to {t}", dtypes.float32, x.width)
+        w = x.width
+
+        def vt(e):
+            return f"vector<{w}x{e}>" if w else e
+
+        if x.dtype == dtypes.bfloat16:  # bits << 16 reinterpreted as f32 (exact)
+            c16 = self.const(16, dtypes.uint32, w)
+            ext = self.op(f"arith.extui {x.name} : {vt('i16')} to {vt('i32')}", dtypes.uint32, w)
+            sh = self.op(f"arith.shli {ext.name}, {c16.name} : {vt('i32')}", dtypes.uint32, w)
+            return self.op(f"arith.bitcast {sh.name} : {vt('i32')} to {vt('f32')}", dtypes.float32, w)
+        if x.elem == "f16":
+            return self.op(f"arith.extf {x.name} : {x.type} to {vt('f32')}", dtypes.float32, w)
         return x
 
     def _narrow(self, x: Value, dtype) -> Value:
-        if elem_type(dtype) in ("f16", "bf16") and x.elem == "f32":
-            el = elem_type(dtype)
-            if el == "bf16":
-                return self._to_bf16(x)
-            t = f"vector<{x.width}x{el}>" if x.width else el
+        if np.dtype(dtype) == dtypes.bfloat16 and x.elem == "f32":
+            return self._to_bf16(x)
+        if elem_type(dtype) == "f16" and x.elem == "f32":
+            t = f"vector<{x.width}xf16>" if x.width else "f16"
             return self.op(f"arith.truncf {x.name} : {x.type} to {t}", np.dtype(dtype), x.width)
         return x
 
@@ -178,7 +191,7 @@ class Builder:
         qnan = raw(f"arith.constant {qnan_lit} : {i16}")
         cond_t = vt("i1")
         sel = raw(f"arith.select {nan.name}, {qnan.name}, {h16.name} : {cond_t}, {i16}")
-        return self.op(f"arith.bitcast {sel.name} : {i16} to {vt('bf16')}", dtypes.bfloat16, w)
+        return Value(sel.name, dtypes.bfloat16, w)  # bf16 is carried as its i16 bits
 
     def _float_op(self, opname: str, *xs: Value) -> Value:
         xs = self._coerce(*xs)
@@ -349,21 +362,21 @@ class Builder:
 
     def cast(self, x, dtype):
         dtype = np.dtype(dtype)
+        if x.dtype == dtype:
+            return x
+        if x.dtype == dtypes.bfloat16:
+            return self.cast(self._wide(x), dtype)
+        if dtype == dtypes.bfloat16:
+            if dtypes.is_float(x.dtype) and x.elem == "f32":
+                return self._to_bf16(x)
+            return self._to_bf16(self.cast(x, dtypes.float32))
         src, dst = x.elem, elem_type(dtype)
         w = x.width
         t = f"vector<{w}x{dst}>" if w else dst
-        if x.dtype == dtype:
-            return x
         if dtype == dtypes.bool_:
             return self.cmp("ne", x, self.const(0, x.dtype, w))
         if x.is_float and dtypes.is_float(dtype):
-            bits = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
-            if src in ("f16", "bf16") and dst in ("f16", "bf16"):
-                return self._narrow(self._wide(x), dtype)
-            if dst == "bf16":
-                return self._to_bf16(self._wide(x) if src != "f64" else self.op(
-                    f"arith.truncf {x.name} : {x.type} to {f'vector<{w}xf32>' if w else 'f32'}",
-                    dtypes.float32, w))
+            bits = {"f16": 16, "f32": 32, "f64": 64}
             opname = "arith.extf" if bits[dst] > bits[src] else "arith.truncf"
             return self.op(f"{opname} {x.name} : {x.type} to {t}", dtype, w)
         if x.is_float:  # float -> int: truncate toward zero; NaN -> 0
@@ -373,7 +386,7 @@ class Builder:
             return self.select(self.isnan(x), self.const(0, dtype, w), iv)
         if dtypes.is_float(dtype):  # int -> float
             opname = "arith.uitofp" if x.unsigned else "arith.sitofp"
-            if dst in ("f16", "bf16"):
+            if dst == "f16":
                 f = self.op(f"{opname} {x.name} : {x.type} to {f'vector<{w}xf32>' if w else 'f32'}",
                             dtypes.float32, w)
                 return self._narrow(f, dtype)

@@ -382,12 +382,17 @@ class LoopKernelEmitter:
         self.W, self.vec_iv = saved_w, saved_iv
         for r, acc in zip(reds, new, strict=True):
             if acc.width:
+                low = acc.dtype in (dtypes.float16, dtypes.bfloat16)
+                if low:
+                    acc = b._wide(acc)
                 kinds = _HORIZONTAL[r.prim.name]
                 kind = kinds[0] if acc.is_float else kinds[1]
                 if not acc.is_float and acc.unsigned and kind != "add":
                     kind = kind.replace("s", "u", 1)
                 acc = b.op(f"vector.reduction <{kind}>, {acc.name} : {acc.type} into {acc.elem}",
                            acc.dtype, 0)
+                if low:
+                    acc = b._narrow(acc, r.outputs[0].type.dtype)
             results.append(acc)
             self.row_vals[id(r.outputs[0])] = acc
 

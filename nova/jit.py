@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -341,7 +344,13 @@ class JitFunction:
         self._info.misses += 1
         reason = "first call" if self._last_sig is None else _describe_change(self._last_sig, sig)
         self._info.miss_reasons.append(reason)
+        t0 = time.perf_counter()
         compiled = self._trace_sig(sig, args, kwargs).lower().compile()
+        if os.environ.get("NOVA_LOG_COMPILES") == "1":
+            logging.getLogger("nova.compiler").warning(
+                "nova compile of jit(%s) triggered by: %s; %d equations; %.3f s",
+                getattr(self._f, "__name__", "f"), reason, len(compiled.program.eqns),
+                time.perf_counter() - t0)
         self._cache[key] = compiled
         self._info.size = len(self._cache)
         self._last_sig = sig

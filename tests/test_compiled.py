@@ -266,3 +266,31 @@ def test_read_only_cache_dir_falls_back_to_memory(tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match="in-memory"):
         exe = compile_program(p)
     assert_close(exe([x])[0], np.exp(x) * 7.0)
+
+
+def test_log_compiles_names_trigger_and_cache(monkeypatch, caplog):
+    monkeypatch.setenv("NOVA_LOG_COMPILES", "1")
+    nova.config.update("backend", "compiled")
+    try:
+        f = nova.jit(lambda x: jnp.exp(x) * 5.0)
+        with caplog.at_level("WARNING", logger="nova.compiler"):
+            f(np.ones((3, 7), np.float32))
+            f(np.ones((3, 8), np.float32))
+    finally:
+        nova.config.update("backend", "interpreter")
+    text = caplog.text
+    assert "triggered by: first call" in text
+    assert "triggered by: argument 'x' changed" in text
+    assert "nova codegen:" in text and "from cache" in text
+    assert "canonicalize" in text  # time per pass
+
+
+def test_compiler_error_names_kernel_stage_and_dump(tmp_path):
+    from nova.compiler.codegen.cpu.compile import compile_to_shared_library
+    from nova.core.errors import CompilerError
+
+    bad = "module {\n  func.func @k_bad(%a: memref<4xf32>) {\n    %x = arith.addf %a, %a : f32\n    return\n  }\n}\n"
+    with pytest.raises(CompilerError, match=r"(?s)k_bad.*stage 'parse'.*MLIR: .*\.mlir") as ei:
+        compile_to_shared_library(bad, ["k_bad"], str(tmp_path / "k.so"), what="kernel k_bad")
+    dump = str(ei.value).split("MLIR: ")[1].strip()
+    assert os.path.exists(dump) and "k_bad" in open(dump).read()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import time
 
 
 
@@ -24,6 +26,8 @@ from nova.core.ir import Eqn, Program, Var
 from nova.core.primitive import lookup
 from nova.core.trace import _reference_eval
 from nova.runtime.executable import CPUExecutable, Launch
+
+log = logging.getLogger("nova.compiler")
 
 
 def _contraction_as_loop(k: Kernel) -> Kernel:
@@ -122,6 +126,7 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
     """{id(fusion kernel): [(codegen kernel, ctypes function)]} for every generated kernel."""
     target = target or cache.host_target()
     dump_dir = os.environ.get("NOVA_DUMP_DIR")
+    t_start = time.perf_counter()
     result: dict[int, list] = {}
     missing: dict[str, tuple] = {}
     plans = []
@@ -166,6 +171,11 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
                 cache.disk_put(key, so, sym, nargs)
     for k, parts in plans:
         result[id(k)] = [(gk, cache.memory_get(key)) for gk, key in parts]
+    if os.environ.get("NOVA_LOG_COMPILES") == "1":
+        n = sum(len(p) for _, p in plans)
+        log.warning("nova codegen: %d kernel(s) for %d fused group(s); %d built, %d from cache; "
+                    "%.3f s", n, len(plans), len(missing), n - len(missing),
+                    time.perf_counter() - t_start)
     return result
 
 

@@ -25,6 +25,7 @@ from nova.core.array import Array
 from nova.core.interpreter import run_program
 from nova.core.ir import Program, TensorType
 from nova.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from nova.core.source_info import short, user_frame_line
 from nova.core.trace import (
     Trace,
     Tracer,
@@ -125,8 +126,35 @@ def _eager(prim, values, params, out_types):
     if config.read("backend") == "compiled":
         from nova.compiler.eager import run_eqn
 
-        return run_eqn(prim, values, params, out_types)
-    return _reference_eval(prim, values, params, out_types)
+        outs = run_eqn(prim, values, params, out_types)
+    else:
+        outs = _reference_eval(prim, values, params, out_types)
+    if config.read("debug_nans") and _has_nan(outs) and not _has_nan(values):
+        raise FloatingPointError(
+            f"debug_nans: nova.{prim.name} produced a NaN (at {short(user_frame_line())})")
+    return outs
+
+
+def _has_nan(arrays) -> bool:
+    return any(np.asarray(a).dtype.kind == "f" and np.isnan(np.asarray(a, np.float64)).any()
+               for a in arrays)
+
+
+def _find_first_nan(program: Program, values: list):
+    """Re-runs `program` equation by equation; raises FloatingPointError naming the first
+    primitive that turned NaN-free inputs into a NaN, and the user's source line."""
+    env = {id(v): np.asarray(a) for v, a in zip(program.inputs, values, strict=True)}
+    for e in program.eqns:
+        ins = [env[id(v)] for v in e.inputs]
+        outs = _reference_eval(e.prim, ins, e.params, [o.type for o in e.outputs])
+        if _has_nan(outs) and not _has_nan(ins):
+            raise FloatingPointError(
+                f"debug_nans: nova.{e.prim.name} produced a NaN (at {short(e.source)}); "
+                f"inputs {[tuple(a.shape) for a in ins]}")
+        for o, a in zip(e.outputs, outs, strict=True):
+            env[id(o)] = a
+    raise FloatingPointError("debug_nans: the compiled program produced a NaN, but the "
+                             "equation-by-equation reference run did not (a backend bug)")
 
 
 set_eager_executor(_eager)
@@ -363,7 +391,10 @@ class JitFunction:
             return self._inline(trace, sig, leaves, args, kwargs)
         compiled = self._compiled_for(sig, args, kwargs)
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
-        outs = [Array(o) for o in compiled._call_flat(vals)]
+        raw = compiled._call_flat(vals)
+        if config.read("debug_nans") and _has_nan(raw) and not _has_nan(vals):
+            _find_first_nan(compiled.program, vals)
+        outs = [Array(o) for o in raw]
         self._donate_inputs(args)
         return tree_unflatten(compiled.out_tree, outs)
 

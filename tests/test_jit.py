@@ -131,3 +131,23 @@ def test_make_program():
     p = nova.make_program(lambda x: jnp.exp(x) + 1.0)(np.ones(3, np.float32))
     assert isinstance(p, nova.Program)
     assert p.count("exp") == 1 and p.count("add") == 1
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "compiled"])
+def test_debug_nans_names_the_primitive_and_line(backend):
+    nova.config.update("debug_nans", True)
+    nova.config.update("backend", backend)
+    try:
+        @nova.jit
+        def f(x):
+            y = jnp.exp(x)
+            z = jnp.log(x - 2.0)  # NaN for x < 2
+            return y + z
+        with pytest.raises(FloatingPointError, match=r"nova.log produced a NaN.*test_jit.py:\d+"):
+            f(np.ones(3, np.float32))
+        assert_close(f(np.full(3, 3.0, np.float32)), np.full(3, np.exp(3.0) + np.log(1.0)))
+        with pytest.raises(FloatingPointError, match="nova.sqrt"):
+            jnp.sqrt(jnp.asarray([-1.0]))
+    finally:
+        nova.config.update("debug_nans", False)
+        nova.config.update("backend", "interpreter")

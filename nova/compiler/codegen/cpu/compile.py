@@ -22,7 +22,7 @@ from nova.core.errors import CompilerError
 # OpenMP regions are present (MLIR_NOTES.md §2), and `convert-ub-to-llvm` is required (§1).
 CPU_PIPELINE = (
     "builtin.module("
-    "canonicalize,cse,math-expand-ops,convert-vector-to-scf,lower-affine,"
+    "canonicalize,cse,convert-vector-to-scf,lower-affine,"
     "expand-strided-metadata,finalize-memref-to-llvm,convert-scf-to-cf,"
     "convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,convert-arith-to-llvm,"
     "convert-index-to-llvm,convert-ub-to-llvm,convert-cf-to-llvm,"

@@ -32,6 +32,10 @@ def mem_elem(dtype) -> str:
 
 def memref_type(t) -> str:
     el = mem_elem(t.dtype)
+    if t.size == 0:
+        # Never accessed (its loops run zero times); LLVM's JIT rejects zero-sized memref
+        # arguments, so the pointer is typed as one element.
+        return f"memref<1x{el}>"
     if not t.shape:
         return f"memref<{el}>"
     return "memref<" + "x".join(str(d) for d in t.shape) + f"x{el}>"
@@ -144,7 +148,8 @@ _HORIZONTAL = {"reduce_sum": ("add", "add"), "reduce_max": ("maximumf", "maxsi")
 
 
 class LoopKernelEmitter:
-    def __init__(self, name: str, kernel: Kernel, width: int):
+    def __init__(self, name: str, kernel: Kernel, width: int, threads: int = 1):
+        self.threads = threads
         self.name = name
         self.k = kernel
         self.W = width
@@ -310,9 +315,13 @@ class LoopKernelEmitter:
         b.indent = 4
         self.kept_names = [f"%i{i}" for i in kept]
         self.kept_sizes = [S[i] for i in kept]
-        for i in kept:
+        threads = self.threads if kept and S[kept[0]] > 1 else 1
+        for n, i in enumerate(kept):
             step = self.W if (i == vec_axis and self.W) else 1
-            self._for(f"i{i}", S[i], step)
+            if n == 0 and threads > 1:
+                self._parallel_for(f"i{i}", S[i], step, threads)
+            else:
+                self._for(f"i{i}", S[i], step)
             ivs[i] = Value(f"%i{i}", "index")
             if step > 1:
                 self.vec_iv = f"%i{i}"
@@ -343,9 +352,39 @@ class LoopKernelEmitter:
             self._store_outputs(row_outs, {k: ivs[i] for k, i in enumerate(kept)}, row_shape,
                                 row=True)
             self.W, self.vec_iv = saved_w, saved_iv
-        for _ in kept:
+        for n, _ in enumerate(kept):
             self._end()
+            if n == len(kept) - 1 and threads > 1:
+                b.emit("omp.terminator")
+                b.indent -= 2
+                b.emit("}")
         return "\n".join([self._signature()] + b.lines + ["    return", "  }"])
+
+    def _parallel_for(self, iv: str, n: int, step: int, threads: int):
+        """The outermost loop split into one contiguous chunk per OpenMP thread (the kernel stays
+        one C function; libiomp5 keeps its threads pooled between calls, see matmul.py)."""
+        b = self.b
+        nt = b.op(f"arith.constant {threads} : i32", dtypes.int32, 0)
+        b.emit(f"omp.parallel num_threads({nt.name} : i32) {{")
+        b.indent += 2
+        b.forget_constants()
+        tid32 = b.op("func.call @omp_get_thread_num() : () -> i32", dtypes.int32, 0)
+        nth32 = b.op("func.call @omp_get_num_threads() : () -> i32", dtypes.int32, 0)
+        tid = b.op(f"arith.index_cast {tid32.name} : i32 to index", "index", 0)
+        nth = b.op(f"arith.index_cast {nth32.name} : i32 to index", "index", 0)
+        steps = b.const(n // step, "index")
+        one = b.const(1, "index")
+        chunk = b.op(f"arith.ceildivui {steps.name}, {nth.name} : index", "index", 0)
+        span = b.op(f"arith.muli {chunk.name}, {b.const(step, 'index').name} : index", "index", 0)
+        lo = b.op(f"arith.muli {tid.name}, {span.name} : index", "index", 0)
+        hi0 = b.op(f"arith.addi {lo.name}, {span.name} : index", "index", 0)
+        hi = b.op(f"arith.minui {hi0.name}, {b.const(n, 'index').name} : index", "index", 0)
+        del one
+        b.emit(f"scf.for %{iv} = {lo.name} to {hi.name} step {b.const(step, 'index').name} {{")
+        b.indent += 2
+        b.deps[f"%{iv}"] = frozenset([f"%{iv}"])
+        self.memo.append({})
+        b.forget_constants()
 
     def _phase(self, reds, ivs, kept):
         b = self.b
@@ -357,6 +396,11 @@ class LoopKernelEmitter:
             inits.append(b.const(ident, r.outputs[0].type.dtype, vec))
         accs = list(inits)
         results = []
+        if any(S[i] == 0 for i in A):  # an empty reduction is its identity
+            for r in reds:
+                t = r.outputs[0].type
+                self.row_vals[id(r.outputs[0])] = b.const(r.prim.kernel.identity(t.dtype), t.dtype)
+            return
         saved_w, saved_iv = self.W, self.vec_iv
         self.W = vec
         loop_results = []
@@ -417,15 +461,33 @@ class LoopKernelEmitter:
         return self.value(v, idx)
 
 
-def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int = 16) -> str:
+# A kernel is split over threads only from this many elements of iteration space: a 2-thread
+# OpenMP call costs ~15-30 us more than a 1-thread one (bench/NOTES.md), which a memory-bound
+# loop over 64K float32 elements (~30 us) barely repays.
+MIN_THREADED_ELEMENTS = 1 << 16
+
+
+def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int | None = None) -> str:
     """MLIR text of one `func.func @name(inputs..., outputs...)` computing a loop kernel.
 
-    Tries explicit vectors of `vector_width` lanes first and falls back to scalar code when an
-    access along the innermost axis is not contiguous.
+    Tries explicit vectors (the host's SIMD width in float32 lanes) first and falls back to
+    scalar code when an access along the innermost axis is not contiguous. Large kernels split
+    their outermost loop over the host's cores (OpenMP).
     """
+    from nova.compiler.codegen.cpu.matmul import host_device
+
+    dev = host_device()
+    if vector_width is None:
+        vector_width = dev.vector_bits // 32
+    size = int(np.prod(kernel.schedule["iter_shape"], dtype=np.int64))
+    threads = dev.cores if size >= MIN_THREADED_ELEMENTS else 1
+    kernel.schedule["threads"] = threads
     if vector_width:
         try:
-            return LoopKernelEmitter(name, kernel, vector_width).emit()
+            text = LoopKernelEmitter(name, kernel, vector_width, threads).emit()
+            kernel.schedule["vector_width"] = vector_width
+            return text
         except _NoVector:
             pass
-    return LoopKernelEmitter(name, kernel, 0).emit()
+    kernel.schedule["vector_width"] = 1
+    return LoopKernelEmitter(name, kernel, 0, threads).emit()

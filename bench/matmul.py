@@ -6,8 +6,8 @@
 Shapes: n means (n x n) @ (n x n); "MxKxN" means (M x K) @ (K x N). GFLOP/s = 2 M N K / time.
 Each thread count runs in its own subprocess with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set
 before NumPy loads (and threadpoolctl, when installed, pins NumPy as well), so NumPy's thread
-pool cannot leak across configurations. Nova and NumPy calls are interleaved, so that both see
-the same machine load; we report the best and the median wall time of each. With one thread we
+pool cannot leak across configurations. Nova and NumPy run in alternating blocks of calls, so
+that both see the same machine load; we report the best and the median wall time of each. With one thread we
 also report the rate from the calling thread's CPU time (time.thread_time), which stays
 meaningful while other processes share the cores (the wall time then includes time spent
 descheduled). NumPy is only the peer here: Nova's kernels never call it.
@@ -80,13 +80,22 @@ def run_one(threads: int, shapes: list[str], tiles_override: dict, budget_s: flo
         if ctx:
             ctx.__enter__()
         try:
-            numpy_mm()  # warm up OpenBLAS' pool
-            reps = int(max(5, min(200, budget_s / 2 / max(flop / 50e9, 1e-6))))
-            for _ in range(reps):
+            # Blocks of consecutive calls, alternating between Nova and NumPy for `rounds`
+            # rounds, with a pause before each block whose first call is not counted.
+            # Interleaving single calls is unfair with threads: OpenBLAS' idle workers spin for
+            # up to ~0.1 s (2^28 cycles) after a call and take the second core from whatever
+            # runs next (measured: a 2-thread Nova call right after NumPy ran at 1-thread speed).
+            rounds = 4
+            block = int(max(3, min(50, budget_s / 2 / rounds / max(flop / 60e9, 1e-6))))
+            for _ in range(rounds):
                 for kind, fn in (("nova", nova_mm), ("numpy", numpy_mm)):
-                    w0, c0 = time.perf_counter(), time.thread_time()
+                    time.sleep(0.3 if threads > 1 else 0.0)
                     fn()
-                    times[kind].append((time.perf_counter() - w0, time.thread_time() - c0))
+                    for _ in range(block):
+                        w0, c0 = time.perf_counter(), time.thread_time()
+                        fn()
+                        times[kind].append((time.perf_counter() - w0, time.thread_time() - c0))
+            reps = rounds * block
         finally:
             if ctx:
                 ctx.__exit__(None, None, None)
@@ -138,9 +147,6 @@ def main() -> None:
     rows = []
     for th in args.threads:
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(th), OMP_NUM_THREADS=str(th))
-        # Idle OpenMP workers sleep at once instead of spinning for 200 ms (the default), which
-        # would steal the core from NumPy's next interleaved call.
-        env.setdefault("KMP_BLOCKTIME", "0")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--threads", str(th),
                "--shapes", *args.shapes, "--tiles", args.tiles, "--budget", str(args.budget)]
         res = subprocess.run(cmd, env=env, capture_output=True, text=True)

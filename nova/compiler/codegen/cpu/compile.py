@@ -69,11 +69,14 @@ def use_openmp_defaults() -> None:
     kernel runs (the runtime reads its environment when it initializes, at the first parallel
     region).
 
-    KMP_BLOCKTIME=0: idle workers sleep at once instead of spinning for 200 ms. Measured on the
-    2-core development machine (bench/NOTES.md): a 2-thread call cost 17 us with 0 and 43 us
-    with the default, because spinning workers compete with everything else for the cores.
+    KMP_BLOCKTIME=5 (ms): idle workers spin 5 ms before they sleep (the default is 200 ms).
+    Measured on the 2-vCPU development machine (bench/NOTES.md): waking a sleeping worker costs
+    ~100-200 us there (a 2-thread 256^3 matmul took 325-439 us with 0 against 205-244 us with 5),
+    while 200 ms of spinning slowed single-threaded work that followed (1473-1560 against
+    1371-1457 us for a 2-thread matmul + 1 ms of serial kernels). 5 ms keeps the workers hot
+    across the back-to-back kernels of a step and frees the core soon after.
     """
-    os.environ.setdefault("KMP_BLOCKTIME", "0")
+    os.environ.setdefault("KMP_BLOCKTIME", "5")
 
 
 def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,

@@ -209,9 +209,10 @@ class MatmulSpec:
 KU = 4
 # The most rows of a micro-tile: more only costs code size (the register bound is stricter).
 MR_CAP = 16
-# A thread is worth its fork/join only with this much work. Measured (bench/NOTES.md): a
-# 2-thread call costs 15-30 us more than a 1-thread one, which 2 threads win back from about
-# 2 x 80 GFLOP/s x 30 us = 4.8 MFLOP of work; 8 MFLOP per thread leaves a margin.
+# A thread is worth its fork/join only with this much work. Measured (bench/NOTES.md): with
+# hot workers a 2-thread call costs ~15-30 us more than a 1-thread one, which 2 threads win
+# back from about 2 x 80 GFLOP/s x 30 us = 4.8 MFLOP; 8 MFLOP per thread leaves a margin (a
+# 2-thread 256^3 matmul, 33.5 MFLOP, ran in 205-244 us against ~370 us on one thread).
 MIN_FLOPS_PER_THREAD = 8_000_000
 
 

@@ -330,8 +330,9 @@ class Builder:
         y = self.op(f"arith.addf {y.name}, {f(1.0).name} : {t}", x.dtype, w)
         # y * 2^n in two steps, so results in the subnormal range stay exact to rounding.
         ni = self.op(f"arith.fptosi {n.name} : {t} to {it}", dtypes.int32, w)
-        two = self.const(2, dtypes.int32, w)
-        n1 = self.op(f"arith.divsi {ni.name}, {two.name} : {it}", dtypes.int32, w)
+        one = self.const(1, dtypes.int32, w)
+        # n = n1 + n2 with n1 = n >> 1 (a shift: x86 has no vector integer division)
+        n1 = self.op(f"arith.shrsi {ni.name}, {one.name} : {it}", dtypes.int32, w)
         n2 = self.op(f"arith.subi {ni.name}, {n1.name} : {it}", dtypes.int32, w)
         for part in (n1, n2):
             biased = self.op(f"arith.addi {part.name}, {self.const(127, dtypes.int32, w).name} : {it}", dtypes.int32, w)

@@ -11,7 +11,7 @@ _DEFAULTS = {
     "debug_nans": False,
     # "compiled" (MLIR-generated kernels once the compiler is present) or "interpreter" (the
     # NumPy reference implementations).
-    "backend": os.environ.get("NOVA_BACKEND", "interpreter"),
+    "backend": os.environ.get("NOVA_BACKEND", "compiled"),
 }
 _CODE_FLAGS = ("matmul_precision", "backend")
 _ALLOWED = {

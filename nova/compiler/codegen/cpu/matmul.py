@@ -151,7 +151,11 @@ class MatmulSpec:
     single element C[batch, i, j] (width 0) on the scalar edge path; i, j are index Values and
     args the SSA names of the epilogue memref arguments. It returns the Value to store, of the
     same width. The batch index is available as `b.batch_index` (an index Value). The epilogue
-    arguments have the MLIR types `epilogue_arg_types`, by default C's type each.
+    arguments have the MLIR types `epilogue_arg_types`, by default C's type each. The epilogue
+    runs once per element, after the last k block.
+
+    C must not alias A, B or an epilogue argument: C holds partial sums between k blocks (so an
+    in-place residual `C = A @ B + C` must pass the residual as a separate buffer).
     """
 
     batch: int
@@ -690,7 +694,7 @@ class _MatmulGen:
         # into the accumulators first put its latency in front of the FMA chains (measured
         # 81 vs 86 GFLOP/s at 2048, bench/NOTES.md). A full tile's C is prefetched for writing
         # now and arrives while the k loop runs. Full and edge tiles share the k loop.
-        if t.get("prefetch_c", True):
+        if t.get("prefetch_c", True):  # plan key for the benchmark's with/without comparison
             e.open(f"scf.if {full}")
             for r in range(mr):
                 for v in range(nvec):

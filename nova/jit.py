@@ -160,12 +160,12 @@ def _find_first_nan(program: Program, values: list):
 set_eager_executor(_eager)
 
 
-def _compile_for_backend(program: Program):
+def _compile_for_backend(program: Program, donated=()):
     """The Executable for the configured backend ("compiled": MLIR-generated native kernels)."""
     if _backend_compile is Executable and config.read("backend") == "compiled":
         from nova.compiler.backend_cpu import compile_program
 
-        return compile_program(program)
+        return compile_program(program, donated=donated)
     return _backend_compile(program)
 
 
@@ -198,7 +198,7 @@ class Compiled:
         self.out_tree = out_tree
         self._sig = sig
         self._fn = fn
-        self._exe = _compile_for_backend(program)
+        self._exe = _compile_for_backend(program, fn._donated_leaves(sig) if fn else ())
 
     def as_text(self) -> str:
         text = getattr(self._exe, "as_text", None)
@@ -335,6 +335,17 @@ class JitFunction:
         avals = tuple(_aval_of(x, n) for x, n in zip(leaves, names, strict=True))
         sig = _Signature(tree, avals, tuple(names), tuple(statics), config.code_key())
         return leaves, sig
+
+    def _donated_leaves(self, sig: _Signature) -> tuple:
+        """Flat indices of the leaves of the donated positional arguments."""
+        if not self._donate:
+            return ()
+        dyn_args, _ = tree_unflatten(sig.tree, list(range(len(sig.avals))))
+        out = []
+        for i in self._donate:
+            if i < len(dyn_args) and i not in self._static_nums:
+                out += [x for x in tree_flatten(dyn_args[i])[0] if isinstance(x, int)]
+        return tuple(out)
 
     def _rebuild(self, sig: _Signature, leaves, args, kwargs):
         dyn_args, dyn_kwargs = tree_unflatten(sig.tree, leaves)

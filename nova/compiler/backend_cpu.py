@@ -22,6 +22,7 @@ from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
 from nova.compiler.codegen.cpu.loops import emit_loop_kernel
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import FusedProgram, Kernel
+from nova.compiler.plan_memory import plan_memory
 from nova.core.ir import Eqn, Program, Var
 from nova.core.primitive import lookup
 from nova.core.trace import _reference_eval
@@ -179,7 +180,10 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
     return result
 
 
-def compile_program(program: Program, *, target: str | None = None) -> CPUExecutable:
+def compile_program(program: Program, *, target: str | None = None,
+                    donated=()) -> CPUExecutable:
+    """The CPU executable of `program`. donated: indices of inputs whose buffers the call may
+    reuse for its values (the jitted function's donate_argnums, flattened)."""
     fused = fuse(program)
     fns = compile_fused(fused, target=target)
     slots: dict[int, int] = {}
@@ -202,7 +206,7 @@ def compile_program(program: Program, *, target: str | None = None) -> CPUExecut
         for gk, fn in parts:
             launches.append(Launch(gk.name, [slot(v) for v in gk.program.inputs],
                                    [slot(v) for v in gk.program.outputs],
-                                   [v.type for v in gk.program.outputs], fn, None))
+                                   [v.type for v in gk.program.outputs], fn, None, gk))
         flops = sum(e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs],
                                 **e.params).flops for e in k.program.eqns)
         moved = sum(v.type.nbytes for v in k.inputs) + sum(v.type.nbytes for v in k.outputs)
@@ -213,11 +217,23 @@ def compile_program(program: Program, *, target: str | None = None) -> CPUExecut
     for n, l in enumerate(launches):
         for s in l.inputs:
             last_use[s] = n
+    types_by_id = {id(v): v.type for v in program.inputs}
+    for k in fused.kernels:
+        for e in k.program.eqns:
+            for o in e.outputs:
+                types_by_id[id(o)] = o.type
+        for v in k.inputs + k.outputs:
+            types_by_id[id(v)] = v.type
+    slot_types = {s_: types_by_id[v_id] for v_id, s_ in slots.items() if v_id in types_by_id}
+    plan = plan_memory(launches, len(program.inputs), output_slots, slot_types,
+                       donated=set(donated))
     memory = _memory(program, fused)
+    memory.update(plan.summary())
+    memory["planned_peak_bytes"] = plan.peak_bytes
     costs = {"flops": sum(p["flops"] for p in per_kernel),
              "bytes accessed": sum(p["bytes"] for p in per_kernel), "per_kernel": per_kernel}
     return CPUExecutable(len(program.inputs), launches, output_slots, last_use, fused.as_text(),
-                         costs, memory)
+                         costs, memory, plan, slot_types)
 
 
 def _memory(program: Program, fused: FusedProgram) -> dict:

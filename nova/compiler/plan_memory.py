@@ -1,0 +1,120 @@
+"""Memory planning: buffer lifetimes over the launch list, offsets in one arena, in-place reuse.
+
+Every intermediate value (written by one launch, read by later ones, not a program output) gets
+a byte range of one arena allocated once per executable. Two values share bytes only if their
+lifetimes [first write, last read] do not overlap (first-fit by decreasing size, 64-byte
+aligned). A launch may also write an output over an input that dies at that launch when the
+kernel reads each input element only at the index it writes (an elementwise loop kernel): the
+output then takes the input's buffer, in place. A donated program input (`donate_argnums`)
+may be reused the same way. Program outputs are fresh arrays handed to the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ALIGN = 64
+
+
+@dataclass
+class MemoryPlan:
+    offsets: dict = field(default_factory=dict)  # slot -> byte offset in the arena
+    aliases: dict = field(default_factory=dict)  # slot -> slot whose buffer it takes (in place)
+    arena_bytes: int = 0
+    peak_bytes: int = 0  # arguments + outputs + arena
+    naive_bytes: int = 0  # intermediates without any reuse
+
+    def summary(self) -> dict:
+        return {"arena_bytes": self.arena_bytes, "temp_bytes_without_reuse": self.naive_bytes,
+                "in_place": len(self.aliases)}
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def inplace_safe(gk, in_pos: int, out_pos: int) -> bool:
+    """Can output `out_pos` of codegen kernel `gk` be written over input `in_pos`?
+
+    True for loop kernels without reductions whose iteration shape is both values' shape, where
+    the input is only read by elementwise equations (so element i is read at index i only, in
+    the same iteration, before element i of the output is stored).
+    """
+    if gk.kind != "loop" or gk.schedule.get("red_axes"):
+        return False
+    v = gk.program.inputs[in_pos]
+    o = gk.program.outputs[out_pos]
+    shape = tuple(gk.schedule.get("iter_shape", ()))
+    if v.type.shape != shape or o.type.shape != shape or v.type.nbytes != o.type.nbytes:
+        return False
+    if any(o is x for x in gk.program.inputs):
+        return False
+    for e in gk.program.eqns:
+        if any(u is v for u in e.inputs):
+            kernel = type(e.prim.kernel).__name__
+            if kernel != "Elementwise" or e.outputs[0].type.shape != shape:
+                return False
+    return True
+
+
+def plan_memory(launches, n_inputs: int, output_slots, slot_types: dict, donated=()) -> MemoryPlan:
+    """Assigns arena offsets (and in-place aliases) to the intermediate slots of `launches`.
+
+    launches: objects with `.inputs`, `.outputs` (slot lists), `.kernel` (codegen Kernel or None
+    for host launches, whose outputs are not planned). slot_types: slot -> TensorType.
+    """
+    outputs = set(output_slots)
+    first, last = {}, {}
+    for n, launch in enumerate(launches):
+        for s in launch.outputs:
+            first.setdefault(s, n)
+        for s in launch.inputs:
+            last[s] = n
+    plan = MemoryPlan()
+    planned = [s for s in first if s not in outputs and s >= n_inputs
+               and launches[first[s]].kernel is not None]
+    # In place: an output takes the buffer of an input that dies at the same launch.
+    owner: dict[int, int] = {}  # slot -> slot that owns the underlying buffer
+    for n, launch in enumerate(launches):
+        if launch.kernel is None:
+            continue
+        taken = set()
+        for op, s in enumerate(launch.outputs):
+            if s in outputs or s not in planned:
+                continue
+            for ip, src in enumerate(launch.inputs):
+                root = owner.get(src, src)
+                dies_here = last.get(src) == n and launch.inputs.count(src) == 1
+                reusable = (root in planned or root in donated) and root not in outputs
+                if dies_here and reusable and src not in taken and inplace_safe(launch.kernel, ip, op):
+                    owner[s] = root
+                    plan.aliases[s] = root
+                    taken.add(src)
+                    # The buffer now lives until the output's last use.
+                    last[root] = max(last.get(root, n), last.get(s, n))
+                    break
+    # Interval packing of the buffers that own memory (first fit, largest first).
+    roots = [s for s in planned if s not in plan.aliases]
+    lifetime = {}
+    for s in roots:
+        end = max([last.get(s, first[s])] + [last.get(a, first[a]) for a, r in plan.aliases.items() if r == s])
+        lifetime[s] = (first[s], end)
+    placed: list[tuple[int, int, int, int]] = []  # (offset, size, start, end)
+    for s in sorted(roots, key=lambda s: -slot_types[s].nbytes):
+        size = _align(max(slot_types[s].nbytes, 1))
+        start, end = lifetime[s]
+        clashes = sorted((o, sz) for o, sz, a, b in placed if not (b < start or end < a))
+        off = 0
+        for o, sz in clashes:
+            if off + size <= o:
+                break
+            off = max(off, o + sz)
+        placed.append((off, size, start, end))
+        plan.offsets[s] = off
+        plan.arena_bytes = max(plan.arena_bytes, off + size)
+    plan.naive_bytes = sum(slot_types[s].nbytes for s in planned)
+    arg_bytes = sum(slot_types[s].nbytes for s in range(n_inputs))
+    out_bytes = sum(slot_types[s].nbytes for s in set(output_slots) if s >= n_inputs)
+    host_bytes = sum(slot_types[s].nbytes for s in first if s not in planned and s not in outputs)
+    plan.peak_bytes = arg_bytes + out_bytes + plan.arena_bytes + host_bytes
+    return plan

@@ -374,3 +374,44 @@ def test_donated_inputs_are_reused_in_place():
     out = f(p, jnp.ones((128, 128)))
     assert_close(out, np.full((128, 128), 0.9, np.float32))
     assert p.is_deleted()
+
+
+def test_mlp_bias_gelu_in_matmul_epilogue_and_schedule():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((64, 96)).astype(np.float32)
+    w = rng.standard_normal((96, 384)).astype(np.float32) * 0.1
+    b = rng.standard_normal(384).astype(np.float32)
+
+    def mlp(x, w, b):
+        h = x @ w + b
+        return 0.5 * h * (1 + jnp.tanh(0.7978845608 * (h + 0.044715 * h ** 3)))
+
+    p = run_passes(nova.make_program(mlp)(x, w, b))
+    fp = fuse(p)
+    assert len(fp.kernels) == 1 and fp.kernels[0].kind == "contraction"
+    ops = fp.kernels[0].op_names()
+    assert ops[0] == "dot_general" and "tanh" in ops and "add" in ops
+    exe = compile_program(p)
+    assert len([l for l in exe.launches if l.fn is not None]) == 1  # one native call
+    assert_close(exe([x, w, b])[0], run_program(p, [x, w, b])[0], rtol=1e-4, atol=1e-5)
+
+
+def test_loop_schedule_is_analytic_and_asserted():
+    from nova.compiler.codegen.cpu.loops import MIN_THREADED_ELEMENTS
+    from nova.compiler.codegen.cpu.matmul import host_device
+
+    dev = host_device()
+    big = np.ones((512, 256), np.float32)
+    small = np.ones((4, 8), np.float32)
+    for x, threads in ((big, dev.cores), (small, 1)):
+        p = run_passes(nova.make_program(_softmax)(x))
+        exe = compile_program(p)
+        (launch,) = exe.launches
+        sched = launch.kernel.schedule
+        assert sched["iter_shape"] == x.shape and sched["red_axes"] == (1,)
+        assert sched["threads"] == (threads if x.size >= MIN_THREADED_ELEMENTS else 1)
+        assert sched["vector_width"] == dev.vector_bits // 32
+    # a transposed access along the innermost axis cannot be vectorized: scalar code
+    p = run_passes(nova.make_program(lambda x: jnp.exp(x.T) * 2.0)(np.ones((16, 16), np.float32)))
+    (launch,) = compile_program(p).launches
+    assert launch.kernel.schedule["vector_width"] == 1

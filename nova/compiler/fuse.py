@@ -24,6 +24,9 @@ from nova.core.primitive import FusionKind, IndexMap
 _INLINE_CONSTANT = 1
 # An elementwise value read by more kernels than this is stored once instead of recomputed.
 _MAX_CLONES = 3
+# Movement whose element comes from one of several sources (operands, padding value) or from a
+# position loaded from an index array: loop kernels evaluate them at an index like an IndexMap.
+_INLINE_TEMPLATES = ("concatenate", "pad", "gather")
 
 
 @dataclass
@@ -55,7 +58,7 @@ def _loop_class(e: Eqn) -> str | None:
         return None
     if p.fusion is FusionKind.ELEMENTWISE and not isinstance(p.kernel, IndexMap) and not p.multiple_results:
         return "elementwise"
-    if isinstance(p.kernel, IndexMap):
+    if isinstance(p.kernel, IndexMap) or p.name in _INLINE_TEMPLATES:
         return "movement"
     if p.fusion is FusionKind.REDUCTION and p.name in ("reduce_sum", "reduce_max", "reduce_min"):
         return "reduction"
@@ -174,8 +177,26 @@ def fuse(program: Program) -> FusedProgram:
 
     groups.reverse()
     index_of = {id(e): i for i, e in enumerate(eqns)}
-    kernels = [_make_kernel(g, eqns, prod, outputs, consumers, clones, index_of) for g in groups]
+    kernels = []
+    for g in groups:
+        k = _make_kernel(g, eqns, prod, outputs, consumers, clones, index_of)
+        if g.kind == "contraction" and _epilogue_reads_operands(k, eqns[g.dot]):
+            # The GEMM epilogue only sees the result and its own extra inputs, so an epilogue
+            # that also reads the matmul's operands becomes a separate loop kernel.
+            epi = _Group("loop", g.iter_shape, None, [i for i in g.eqns if i != g.dot])
+            for gs in clones.values():
+                gs[:] = [epi if x is g else x for x in gs]
+            g.eqns = [g.dot]
+            k = _make_kernel(g, eqns, prod, outputs, consumers, clones, index_of)
+            kernels.append(k)
+            k = _make_kernel(epi, eqns, prod, outputs, consumers, clones, index_of)
+        kernels.append(k)
     return FusedProgram(program, _order(kernels, program))
+
+
+def _epilogue_reads_operands(k, dot: Eqn) -> bool:
+    operands = {id(v) for v in dot.inputs}
+    return any(id(v) in operands for e in k.program.eqns if e is not dot for v in e.inputs)
 
 
 def _can_join(e: Eqn, cls: str, g: _Group, is_out: bool, consumers, eqns, clones) -> bool:

@@ -48,6 +48,9 @@ class _KB(Builder):
         super().__init__()
         self.ivals: dict[str, int] = {}  # index constants
         self.deps: dict[str, frozenset] = {}
+        # Index values of the form `root + constant` (root: a loop iv or any other index value),
+        # so that a shifted access along the vector axis is still known to be contiguous.
+        self.affine: dict[str, tuple[str, int]] = {}
 
     def const(self, v, dtype=None, width: int = 0):
         val = super().const(v, dtype, width)
@@ -74,7 +77,13 @@ class _KB(Builder):
             return a
         if self._iconst(a) == 0:
             return b
-        return self._index_op("arith.addi", a, b, lambda x, y: x + y)
+        r = self._index_op("arith.addi", a, b, lambda x, y: x + y)
+        ca, cb = self._iconst(a), self._iconst(b)
+        if (ca is None) != (cb is None):
+            base, c = (b, ca) if cb is None else (a, cb)
+            root, c0 = self.affine.get(base.name, (base.name, 0))
+            self.affine[r.name] = (root, c0 + c)
+        return r
 
     def mul(self, a, b):
         if a.dtype != "index":
@@ -183,6 +192,84 @@ class LoopKernelEmitter:
     def _depends_on_vec(self, x: Value) -> bool:
         return self.vec_iv is not None and self.vec_iv in self.b.deps.get(x.name, frozenset())
 
+    def _vec_offset(self, x: Value) -> int | None:
+        """c if the index x is `vector iv + c` (lanes read consecutive elements), else None."""
+        if self.vec_iv is None:
+            return None
+        if x.name == self.vec_iv:
+            return 0
+        root, c = self.b.affine.get(x.name, (None, 0))
+        return c if root == self.vec_iv else None
+
+    def _uniform(self, x: Value, bounds) -> None:
+        """Checks that comparing the index x with each of `bounds` gives one answer for all
+        lanes of a vector chunk, so that a scalar condition (computed at the chunk's first lane)
+        can choose the source of the whole chunk; raises _NoVector otherwise.
+
+        True when x does not depend on the vector iv, or is `iv + c` where the iv steps by W
+        from a multiple of W and every bound lies on a chunk boundary (bound - c divisible by W).
+        """
+        if not self._depends_on_vec(x):
+            return
+        c = self._vec_offset(x)
+        if c is None or not self.vec_aligned or any((q - c) % self.W for q in bounds):
+            raise _NoVector()
+
+    def _branch(self, cond: Value, then_fn, else_fn) -> Value:
+        """`scf.if cond` yielding then_fn() or else_fn(): only the chosen side runs, so each side
+        may load at indices that are only valid when it is chosen. cond is a scalar i1; a vector
+        side and a scalar side are reconciled by broadcasting the scalar."""
+        b = self.b
+        outer, indent = b.lines, b.indent
+        sides = []
+        for fn in (then_fn, else_fn):
+            b.lines, b.indent = [], indent + 2
+            self.memo.append({})
+            b.forget_constants()
+            sides.append([b.lines, fn()])
+            self.memo.pop()
+            b.forget_constants()
+        width = max(v.width for _, v in sides)
+        for side in sides:
+            lines, v = side
+            b.lines, b.indent = lines, indent + 2
+            if v.dtype != sides[0][1].dtype:
+                raise AssertionError(f"loop kernel {self.name}: branch dtypes differ")
+            v = b.splat(v, width) if width else v
+            b.emit(f"scf.yield {v.name} : {v.type}")
+            side[1] = v
+            b.forget_constants()
+        b.lines, b.indent = outer, indent
+        res = b.fresh()
+        t = sides[0][1].type
+        b.emit(f"{res} = scf.if {cond.name} -> ({t}) {{")
+        b.lines.extend(sides[0][0])
+        b.emit("} else {")
+        b.lines.extend(sides[1][0])
+        b.emit("}")
+        return Value(res, sides[0][1].dtype, width)
+
+    def _index_cmp(self, pred: str, x: Value, bound: int) -> Value | bool:
+        """x <pred> bound for a non-negative index x, folded to a Python bool when x is a
+        constant or the answer does not depend on x (bound <= 0)."""
+        cx = self.b.ivals.get(x.name)
+        if cx is not None:
+            return {"lt": cx < bound, "ge": cx >= bound, "eq": cx == bound}[pred]
+        if bound <= 0 and pred in ("lt", "ge"):
+            return pred == "ge"
+        return self.b.cmp(pred, x, self.b.const(bound, "index"))
+
+    def _all(self, conds) -> Value | bool:
+        """The conjunction of conditions (Python bools fold away)."""
+        out: Value | bool = True
+        for c in conds:
+            if c is False:
+                return False
+            if c is True:
+                continue
+            out = c if out is True else self.b.and_(out, c)
+        return out
+
     def _load(self, v, idx) -> Value:
         name, t = self.arg[id(v)]
         b = self.b
@@ -195,7 +282,7 @@ class LoopKernelEmitter:
             if t.dtype == dtypes.bool_:
                 val = b.cmp("ne", val, b.const(0, dtypes.uint8))
             return val
-        if vec_pos != [len(idx) - 1] or idx[-1].name != self.vec_iv:
+        if vec_pos != [len(idx) - 1] or self._vec_offset(idx[-1]) is None:
             raise _NoVector()
         W = self.W
         val = b.op(f"vector.load {name}[{ix}] : {mt}, vector<{W}x{el}>",
@@ -205,6 +292,9 @@ class LoopKernelEmitter:
         return val
 
     bound: dict = {}
+    # True when the vector iv runs over multiples of W (a loop kernel's own loops); a matmul
+    # epilogue evaluated at arbitrary column offsets leaves it False.
+    vec_aligned = False
 
     def _compute(self, v, idx) -> Value:
         if id(v) in self.bound:
@@ -229,6 +319,12 @@ class LoopKernelEmitter:
         if p.name == "reshape":
             src = e.inputs[0]
             return self.value(src, _reshape_map(b, idx, src.type.shape, v.type.shape))
+        if p.name == "concatenate":
+            return self._concatenate(e, idx)
+        if p.name == "pad":
+            return self._pad(e, idx)
+        if p.name == "gather":
+            return self._gather(e, idx)
         if isinstance(p.kernel, IndexMap):
             in_types = [u.type for u in e.inputs]
             new_idx = p.kernel.index_map(b, tuple(idx), in_types, **e.params)
@@ -243,6 +339,92 @@ class LoopKernelEmitter:
             b.default_dtype = e.inputs[0].type.dtype if e.inputs else v.type.dtype
             return p.kernel.body(b, *args, **e.params)
         raise AssertionError(f"loop kernel {self.name}: cannot compute nova.{p.name} at an index")
+
+    # --- movement with several sources, gather ----------------------------------------------
+    def _concatenate(self, e, idx) -> Value:
+        """The operand whose range along the dimension holds the index, read at the index minus
+        the operand's offset: a chain of scf.if on the index (empty operands never chosen)."""
+        d = e.params["dimension"]
+        o = idx[d]
+        b = self.b
+        pieces, off = [], 0
+        for u in e.inputs:
+            n = u.type.shape[d]
+            if n:
+                pieces.append((off, off + n, u))
+            off += n
+        self._uniform(o, [hi for _, hi, _ in pieces[:-1]])
+
+        def piece(k):
+            lo, hi, u = pieces[k]
+            at = lambda: self.value(u, idx[:d] + (b.add(o, b.const(-lo, "index")),) + idx[d + 1:])  # noqa: E731
+            if k == len(pieces) - 1:
+                return at()
+            cond = self._index_cmp("lt", o, hi)
+            if cond is True:
+                return at()
+            if cond is False:
+                return piece(k + 1)
+            return self._branch(cond, at, lambda: piece(k + 1))
+
+        return piece(0)
+
+    def _pad(self, e, idx) -> Value:
+        """The operand where the index falls on one of its elements (inside the low/high edges
+        and on the interior grid), else the padding value."""
+        x, pv = e.inputs
+        b = self.b
+        conds, src = [], []
+        for d, (lo, hi, interior) in enumerate(e.params["padding_config"]):
+            n, o, step = x.type.shape[d], idx[d], interior + 1
+            end = lo + n + max(n - 1, 0) * interior  # one past the operand's last element
+            if self._depends_on_vec(o) and interior:
+                raise _NoVector()
+            if n == 0:
+                conds.append(False)
+            if lo > 0:
+                self._uniform(o, [lo])
+                conds.append(self._index_cmp("ge", o, lo))
+            if end < e.outputs[0].type.shape[d]:
+                self._uniform(o, [end])
+                conds.append(self._index_cmp("lt", o, end))
+            t = b.add(o, b.const(-lo, "index"))  # position on the grown operand
+            if step > 1:
+                conds.append(self._index_cmp("eq", b.rem(t, b.const(step, "index")), 0))
+                t = b.div(t, b.const(step, "index"))
+            src.append(t)
+        cond = self._all(conds)
+        if cond is False:
+            return self.value(pv, ())
+        if cond is True:
+            return self.value(x, tuple(src))
+        fill = self.value(pv, ())  # outside the branch: computed once per row, not per element
+        return self._branch(cond, lambda: self.value(x, tuple(src)), lambda: fill)
+
+    def _gather(self, e, idx) -> Value:
+        """operand at the (clamped) coordinates loaded from `indices` at the batch index: the
+        coordinates are scalars per row, so the rest of the index keeps its access pattern."""
+        operand, indices = e.inputs
+        axes = e.params["axes"]
+        b = self.b
+        nb = indices.type.ndim - 1
+        batch, rest = tuple(idx[:nb]), list(idx[nb:])
+        deps = frozenset().union(*(b.deps.get(x.name, frozenset()) for x in batch))
+        it = indices.type.dtype
+        coords = []
+        for j, a in enumerate(axes):
+            c = self.value(indices, batch + (b.const(j, "index"),))
+            if c.width:
+                raise _NoVector()  # per-lane coordinates: a gather of lanes, not a vector load
+            hi = b.const(max(operand.type.shape[a] - 1, 0), it)
+            c = b.min(c, hi) if c.unsigned else b.min(b.max(c, b.const(0, it)), hi)
+            cast = "arith.index_castui" if c.unsigned else "arith.index_cast"
+            ci = b.op(f"{cast} {c.name} : {c.elem} to index", "index", 0)
+            b.deps[ci.name] = deps
+            coords.append(ci)
+        src = tuple(coords[axes.index(d)] if d in axes else rest.pop(0)
+                    for d in range(operand.type.ndim))
+        return self.value(operand, src)
 
     # --- structure ---------------------------------------------------------------------------
     def _for(self, iv: str, n: int, step: int, iter_args=None):
@@ -313,6 +495,7 @@ class LoopKernelEmitter:
         if vec_axis is None:
             self.W = 0
         b.indent = 4
+        self.vec_aligned = True
         self.kept_names = [f"%i{i}" for i in kept]
         self.kept_sizes = [S[i] for i in kept]
         threads = self.threads if kept and S[kept[0]] > 1 else 1

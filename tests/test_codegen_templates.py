@@ -1,0 +1,209 @@
+"""Generated CPU kernels for the template primitives (nova/compiler/codegen/cpu/): concatenate,
+pad and gather evaluated inline in loop kernels, argmax/argmin as (value, index) reductions,
+scatter_add/scatter and the cumulative scans as sequential kernels.
+
+Each test checks the fusion result (how many kernels, of which kind, no `host:` kernel) and the
+values against the reference interpreter, including edge cases: clamped gather indices, dropped
+and repeated scatter indices, size-0 arrays, bool and integer dtypes, vector-unaligned shapes.
+"""
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova.compiler.backend_cpu import compile_program
+from nova.compiler.fuse import fuse
+from nova.compiler.pipeline import run_passes
+from nova.core import dtypes
+from nova.core.interpreter import run_program
+from nova.ops import indexing, reduction, scan, slicing
+from tests.helpers import assert_close
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    d = tmp_path_factory.getbasetemp() / "nova-cache"
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(d))
+
+
+def _compiled(f, *args, grad=False):
+    """(fused program, compiled outputs), after checking the outputs against the interpreter."""
+    if grad:
+        f = nova.value_and_grad(f)
+    p = run_passes(nova.make_program(f)(*args))
+    fp = fuse(p)
+    args = [np.asarray(a) for a in args]
+    got = compile_program(p)(args)
+    want = run_program(p, args)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        tol = 1e-5 if g.dtype in (np.float32, np.float64) else None
+        assert_close(g, w, rtol=tol, atol=tol)
+    return fp, got
+
+
+def _kinds(fp):
+    return [k.kind for k in fp.kernels]
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+# --- concatenate ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shapes,axis", [
+    (((4, 32), (4, 16)), 1),  # boundaries on vector chunks: vector code
+    (((4, 32), (3, 32)), 0),  # concatenation across rows
+    (((4, 5), (4, 3), (4, 9)), 1),  # unaligned boundaries: scalar code
+    (((2, 0, 8), (2, 3, 8), (2, 1, 8)), 1),  # an empty operand is never chosen
+    (((7,), (9,)), 0),
+])
+def test_concatenate_fuses_with_its_consumer(shapes, axis):
+    rng = _rng()
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    fp, (out,) = _compiled(lambda *xs: jnp.concatenate(xs, axis=axis) * 2.0, *args)
+    assert _kinds(fp) == ["loop"]
+    assert "concatenate" in fp.as_text() and "host:" not in fp.as_text()
+    np.testing.assert_allclose(out, np.concatenate(args, axis=axis) * 2.0, rtol=1e-6)
+
+
+def test_concatenate_bool_and_int_operands():
+    rng = _rng(1)
+    a, b = rng.standard_normal((3, 17)) > 0, rng.standard_normal((2, 17)) > 0
+    fp, (out,) = _compiled(lambda a, b: jnp.logical_not(jnp.concatenate([a, b], axis=0)), a, b)
+    assert _kinds(fp) == ["loop"]
+    np.testing.assert_array_equal(out, ~np.concatenate([a, b]))
+    i, j = rng.integers(-9, 9, (4, 8)).astype(np.int32), rng.integers(-9, 9, (4, 24)).astype(np.int32)
+    fp, (out,) = _compiled(lambda i, j: jnp.concatenate([i, j], axis=1) + 1, i, j)
+    assert _kinds(fp) == ["loop"]
+    np.testing.assert_array_equal(out, np.concatenate([i, j], axis=1) + 1)
+
+
+def test_concatenate_inside_a_softmax_row_kernel():
+    rng = _rng(2)
+    a, b = rng.standard_normal((4, 32)).astype(np.float32), rng.standard_normal((4, 16)).astype(np.float32)
+
+    def f(a, b):
+        x = jnp.concatenate([a, b], axis=1)
+        e = jnp.exp(x - jnp.max(x, -1, keepdims=True))
+        return e / jnp.sum(e, -1, keepdims=True)
+
+    fp, _ = _compiled(f, a, b)
+    assert _kinds(fp) == ["loop"]
+
+
+def test_concatenate_gradient_has_no_host_kernels():
+    rng = _rng(3)
+    a, b = rng.standard_normal((3, 8)).astype(np.float32), rng.standard_normal((5, 8)).astype(np.float32)
+    fp, _ = _compiled(lambda a, b: jnp.sum(jnp.tanh(jnp.concatenate([a, b])) ** 2), a, b, grad=True)
+    assert "host:" not in fp.as_text()
+
+
+# --- pad ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape,config", [
+    ((4, 32), ((1, 2, 0), (16, 16, 0))),  # vector chunks stay on one side of every edge
+    ((4, 32), ((1, 2, 0), (3, 1, 0))),  # unaligned edges: scalar code
+    ((4, 5), ((-1, 2, 1), (2, -3, 0))),  # negative padding crops; interior padding
+    ((3, 4), ((0, 0, 2), (1, 1, 3))),
+    ((0, 4), ((1, 1, 0), (0, 0, 0))),  # an empty operand: all padding
+])
+def test_pad_fuses_with_its_consumer(shape, config):
+    x = _rng(4).standard_normal(shape).astype(np.float32)
+    fp, (out,) = _compiled(lambda x: slicing.pad(x, -0.5, config) + 1.0, x)
+    assert _kinds(fp) == ["loop"] and "host:" not in fp.as_text()
+    want = slicing.pad_p.impl(x, np.float32(-0.5), padding_config=config) + 1.0
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+def test_pad_with_a_computed_padding_value_and_its_gradient():
+    rng = _rng(5)
+    x, v = rng.standard_normal((3, 6)).astype(np.float32), np.float32(0.25)
+    fp, _ = _compiled(lambda x, v: jnp.sum(slicing.pad(x, v * 2.0, ((1, 1, 1), (0, 2, 0))) ** 2),
+                      x, v, grad=True)
+    assert "host:" not in fp.as_text()
+
+
+def test_pad_int_operand():
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    fp, (out,) = _compiled(lambda x: slicing.pad(x, 7, ((1, 0, 1), (2, 1, 0))) * 3, x)
+    assert _kinds(fp) == ["loop"]
+    np.testing.assert_array_equal(out, slicing.pad_p.impl(x, np.int32(7), padding_config=(
+        (1, 0, 1), (2, 1, 0))) * 3)
+
+
+# --- gather -------------------------------------------------------------------------------------
+
+
+def test_embedding_lookup_plus_position_is_one_kernel():
+    rng = _rng(6)
+    wte = rng.standard_normal((50, 64)).astype(np.float32)
+    wpe = rng.standard_normal((8, 64)).astype(np.float32)
+    tokens = rng.integers(0, 50, (2, 8)).astype(np.int32)
+    fp, (out,) = _compiled(lambda w, t, p: w[t] + p, wte, tokens, wpe)
+    assert _kinds(fp) == ["loop"]
+    assert "gather" in fp.as_text() and "host:" not in fp.as_text()
+    np.testing.assert_allclose(out, wte[tokens] + wpe, rtol=1e-6)
+
+
+def test_embedding_lookup_joins_the_layer_norm_kernel():
+    rng = _rng(7)
+    wte = rng.standard_normal((40, 32)).astype(np.float32)
+    tokens = rng.integers(0, 40, (3, 5)).astype(np.int32)
+
+    def f(w, t):
+        x = w[t]
+        mu = jnp.mean(x, -1, keepdims=True)
+        return (x - mu) / jnp.sqrt(jnp.mean((x - mu) ** 2, -1, keepdims=True) + 1e-5)
+
+    fp, _ = _compiled(f, wte, tokens)
+    assert _kinds(fp) == ["loop"]
+
+
+@pytest.mark.parametrize("idt", [np.int32, np.int64, np.uint8, np.uint32])
+def test_gather_clamps_out_of_range_indices(idt):
+    x = _rng(8).standard_normal((5, 24)).astype(np.float32)
+    raw = np.array([[2], [0], [4], [7], [200]])
+    if np.dtype(idt).kind == "i":
+        raw = np.concatenate([raw, [[-1], [-30]]])
+    idx = raw.astype(idt)
+    fp, (out,) = _compiled(lambda x, i: indexing.gather(x, i, (0,)) * 1.0, x, idx)
+    assert _kinds(fp) == ["loop"]
+    np.testing.assert_array_equal(out, x[np.clip(raw[:, 0], 0, 4)])
+
+
+def test_gather_two_axes_and_int_bool_operands():
+    rng = _rng(9)
+    x = rng.integers(-50, 50, (3, 4, 5)).astype(np.int64)
+    idx = rng.integers(-1, 6, (2, 7, 2)).astype(np.int32)
+    fp, (out,) = _compiled(lambda x, i: indexing.gather(x, i, (2, 0)) + 1, x, idx)
+    assert _kinds(fp) == ["loop"]
+    b = rng.standard_normal((6, 3)) > 0
+    fp, (out,) = _compiled(lambda x, i: jnp.logical_not(indexing.gather(x, i, (0,))), b,
+                           np.array([[5], [0], [9]], np.int32))
+    assert _kinds(fp) == ["loop"]
+    np.testing.assert_array_equal(out, ~b[[5, 0, 5]])
+
+
+def test_gather_of_lanes_and_of_computed_indices():
+    rng = _rng(10)
+    x = rng.standard_normal(40).astype(np.float32)
+    idx = rng.integers(0, 40, (16, 1)).astype(np.int32)
+    # The batch axis is the vector axis: every lane reads its own position (scalar code).
+    fp, (out,) = _compiled(lambda x, i: indexing.gather(x, i, (0,)) * 3.0, x, idx)
+    np.testing.assert_allclose(out, x[idx[:, 0]] * 3.0, rtol=1e-6)
+    # Indices computed in the same kernel.
+    fp, (out,) = _compiled(lambda x, i: indexing.gather(x, (i * 3) % 40, (0,)), x, idx)
+    assert _kinds(fp) == ["loop"]
+    np.testing.assert_allclose(out, x[(idx[:, 0] * 3) % 40])
+
+
+def test_gather_size_zero():
+    x = _rng(11).standard_normal((4, 8)).astype(np.float32)
+    fp, (out,) = _compiled(lambda x, i: indexing.gather(x, i, (0,)) + 1.0, x,
+                           np.zeros((0, 1), np.int32))
+    assert out.shape == (0, 8)

@@ -7,9 +7,34 @@ executable is not reentrant: two threads must not call the same one at once.
 
 from __future__ import annotations
 
+import atexit
+import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
+
+# NOVA_PROFILE=1: time every launch; a table sorted by total time is printed at exit.
+_PROFILE: dict[str, list] = {}
+_profiling = os.environ.get("NOVA_PROFILE") == "1"
+
+
+def profile_table() -> str:
+    """Per-kernel time (calls, total ms, mean us), sorted by total, plus host time between."""
+    rows = sorted(_PROFILE.items(), key=lambda kv: -kv[1][1])
+    lines = [f"{'kernel':28s} {'calls':>7s} {'total ms':>10s} {'mean us':>9s}"]
+    for name, (calls, total) in rows:
+        lines.append(f"{name:28s} {calls:7d} {total * 1e3:10.2f} {total / calls * 1e6:9.1f}")
+    return "\n".join(lines)
+
+
+def _print_profile():
+    if _PROFILE:
+        print("\nNOVA_PROFILE\n" + profile_table())
+
+
+if _profiling:
+    atexit.register(_print_profile)
 
 
 @dataclass
@@ -56,35 +81,82 @@ class CPUExecutable:
         self.aliases = dict(plan.aliases) if plan is not None else {}
 
     def __call__(self, values: list) -> list:
-        env: dict[int, np.ndarray] = {}
+        if _profiling:
+            return self._call_profiled(values)
+        return self._run(values, None)
+
+    def _call_profiled(self, values):
+        t0 = time.perf_counter()
+        times: list = []
+        out = self._run(values, times)
+        total = time.perf_counter() - t0
+        for name, dt in times:
+            rec = _PROFILE.setdefault(name, [0, 0.0])
+            rec[0] += 1
+            rec[1] += dt
+        host = _PROFILE.setdefault("(host between kernels)", [0, 0.0])
+        host[0] += 1
+        host[1] += total - sum(dt for _, dt in times)
+        return out
+
+    def _prepare(self):
+        """Per-launch argument recipes, so a call does no planning: arena views have fixed
+        addresses; fresh arrays are only made for program outputs and host launches."""
+        self._recipes = []
+        n_slots = 1 + max([self.n_inputs - 1] + [s for l in self.launches
+                                                   for s in l.inputs + l.outputs])
+        self._n_slots = n_slots
+        for launch in self.launches:
+            outs = []
+            for s, t in zip(launch.outputs, launch.out_types, strict=True):
+                if s in self.views:
+                    outs.append(("view", s, self.views[s]))
+                elif s in self.aliases:
+                    root = self.aliases[s]
+                    if root in self.views:
+                        outs.append(("view", s, _view(self.views[root], t)))
+                    else:  # a donated input's buffer
+                        outs.append(("alias", s, (root, t)))
+                else:
+                    outs.append(("fresh", s, t))
+            self._recipes.append((launch, outs))
+
+    def _run(self, values: list, times) -> list:
+        if not hasattr(self, "_recipes"):
+            self._prepare()
+        env = [None] * self._n_slots
         for i, v in enumerate(values):
             v = np.asarray(v)
             # (np.ascontiguousarray would turn a 0-d array into shape (1,))
             env[i] = v if v.flags.c_contiguous else v.copy()
-        keep = set(self.output_slots)
-        views, aliases = self.views, self.aliases
-        for k, launch in enumerate(self.launches):
+        for launch, recipe in self._recipes:
             ins = [env[s] for s in launch.inputs]
             if launch.fn is not None:
                 outs = []
-                for s, t in zip(launch.outputs, launch.out_types, strict=True):
-                    if s in views:
-                        outs.append(views[s])
-                    elif s in aliases:
-                        root = aliases[s]
-                        outs.append(views[root] if root in views and t.dtype == views[root].dtype
-                                    and t.shape == views[root].shape else _view(
-                                        views.get(root, env.get(root)), t))
+                for kind, s, x in recipe:
+                    if kind == "view":
+                        o = x
+                    elif kind == "fresh":
+                        o = np.empty(x.shape, x.dtype)
                     else:
-                        outs.append(np.empty(t.shape, t.dtype))
-                launch.fn(*[a.ctypes.data for a in ins], *[o.ctypes.data for o in outs])
+                        o = _view(env[x[0]], x[1])
+                    env[s] = o
+                    outs.append(o)
+                ptrs = [a.__array_interface__["data"][0] for a in ins]
+                ptrs += [o.__array_interface__["data"][0] for o in outs]
+                if times is None:
+                    launch.fn(*ptrs)
+                else:
+                    t = time.perf_counter()
+                    launch.fn(*ptrs)
+                    times.append((launch.name, time.perf_counter() - t))
             else:
+                t = time.perf_counter()
                 outs = launch.host(ins)
-            for s, o in zip(launch.outputs, outs, strict=True):
-                env[s] = o
-            for s in set(launch.inputs):
-                if self.last_use.get(s) == k and s not in keep and s >= self.n_inputs:
-                    del env[s]
+                if times is not None:
+                    times.append((launch.name + " (host)", time.perf_counter() - t))
+                for s, o in zip(launch.outputs, outs, strict=True):
+                    env[s] = o
         return [env[s] for s in self.output_slots]
 
     def as_text(self) -> str:

@@ -207,3 +207,65 @@ def test_gather_size_zero():
     fp, (out,) = _compiled(lambda x, i: indexing.gather(x, i, (0,)) + 1.0, x,
                            np.zeros((0, 1), np.int32))
     assert out.shape == (0, 8)
+
+
+# --- argmax / argmin ------------------------------------------------------------------------------
+
+
+def _arg_data():
+    x = _rng(12).standard_normal((5, 64)).astype(np.float32)
+    x[1, 5] = x[1, 40] = np.nan  # the first NaN wins
+    x[2, :] = 1.0  # ties: the first position
+    x[3, ::3] = np.nan
+    x[4, :] = -np.inf  # the start value itself: position 0
+    return x
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, dtypes.bfloat16, np.float64])
+def test_arg_reductions_follow_numpy_ties_and_nans(name, axis, dtype):
+    x = _arg_data().astype(dtype)
+    fn = getattr(reduction, name)
+    fp, (out,) = _compiled(lambda x: fn(x, axis), x)
+    assert _kinds(fp) == ["loop"] and name in fp.as_text()
+    np_fn = np.argmax if name == "argmax" else np.argmin
+    np.testing.assert_array_equal(out, np_fn(x.astype(np.float32), axis=axis))
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_arg_reductions_int_bool_and_index_dtypes(name):
+    rng = _rng(13)
+    fn = getattr(reduction, name)
+    np_fn = np.argmax if name == "argmax" else np.argmin
+    ints = rng.integers(-3, 3, (5, 32)).astype(np.int32)
+    ints[0] = np.iinfo(np.int32).min
+    ints[1] = np.iinfo(np.int32).max
+    for idt in (np.int32, np.int64, np.uint8):
+        _, (out,) = _compiled(lambda x: fn(x, 1, idt), ints)
+        assert out.dtype == idt
+        np.testing.assert_array_equal(out, np_fn(ints, axis=1).astype(idt))
+    flags = rng.standard_normal((6, 48)) > 0.5
+    flags[0], flags[1] = False, True
+    _, (out,) = _compiled(lambda x: fn(x, 1), flags)
+    np.testing.assert_array_equal(out, np_fn(flags, axis=1))
+
+
+def test_argmax_fuses_with_prologue_epilogue_and_other_reductions():
+    x = _rng(14).standard_normal((4, 37)).astype(np.float32)  # 37: scalar code
+
+    def f(x):
+        y = jnp.exp(x) * 2.0
+        # One row kernel: both reductions feed one per-row epilogue.
+        return reduction.argmax(y, 1) + (jnp.max(y, 1) > 3.0).astype(jnp.int32)
+
+    fp, _ = _compiled(f, x)
+    assert _kinds(fp) == ["loop"]
+    fp, _ = _compiled(lambda x: jnp.argmax(x, axis=-1) == 3, x[:, :32])
+    assert _kinds(fp) == ["loop"]
+
+
+def test_reduce_prod_is_a_loop_reduction():
+    x = _rng(15).uniform(0.5, 1.5, (4, 64)).astype(np.float32)
+    fp, _ = _compiled(lambda x: jnp.prod(x, axis=1) * 2.0, x)
+    assert _kinds(fp) == ["loop"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from nova.compiler.kernel import FusedProgram, Kernel
 from nova.core.ir import Eqn, Program
-from nova.core.primitive import FusionKind, IndexMap
+from nova.core.primitive import FusionKind, IndexMap, Reduction
 
 # Above this many elements a constant is a kernel input buffer rather than inlined.
 _INLINE_CONSTANT = 1
@@ -27,6 +27,18 @@ _MAX_CLONES = 3
 # Movement whose element comes from one of several sources (operands, padding value) or from a
 # position loaded from an index array: loop kernels evaluate them at an index like an IndexMap.
 _INLINE_TEMPLATES = ("concatenate", "pad", "gather")
+# Index-valued reductions over one axis, carrying a (value, position) pair per row.
+ARG_REDUCTIONS = ("argmax", "argmin")
+
+
+def is_reduction(e) -> bool:
+    """A reduction phase of a loop kernel: a Reduction hook or argmax/argmin."""
+    return isinstance(e.prim.kernel, Reduction) or e.prim.name in ARG_REDUCTIONS
+
+
+def reduced_axes(e) -> tuple:
+    """The axes a reduction equation reduces."""
+    return (e.params["axis"],) if e.prim.name in ARG_REDUCTIONS else tuple(e.params["axes"])
 
 
 @dataclass
@@ -60,7 +72,7 @@ def _loop_class(e: Eqn) -> str | None:
         return "elementwise"
     if isinstance(p.kernel, IndexMap) or p.name in _INLINE_TEMPLATES:
         return "movement"
-    if p.fusion is FusionKind.REDUCTION and p.name in ("reduce_sum", "reduce_max", "reduce_min"):
+    if is_reduction(e):
         return "reduction"
     return None
 
@@ -165,7 +177,7 @@ def fuse(program: Program) -> FusedProgram:
             group_of[i] = target
             continue
         if cls == "reduction":
-            g = _Group("loop", e.inputs[0].type.shape, e.params["axes"], [i])
+            g = _Group("loop", e.inputs[0].type.shape, reduced_axes(e), [i])
         elif cls is not None:
             g = _Group("loop", e.outputs[0].type.shape, None, [i])
         elif e.prim.fusion is FusionKind.CONTRACTION:
@@ -202,7 +214,7 @@ def _epilogue_reads_operands(k, dot: Eqn) -> bool:
 def _can_join(e: Eqn, cls: str, g: _Group, is_out: bool, consumers, eqns, clones) -> bool:
     out = e.outputs[0]
     if cls == "reduction":
-        in_shape, axes = e.inputs[0].type.shape, e.params["axes"]
+        in_shape, axes = e.inputs[0].type.shape, reduced_axes(e)
         if g.red_axes is None:
             if g.iter_shape not in (out.type.shape, in_shape):
                 return False

@@ -16,9 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from nova.compiler.codegen.builder import Builder, Value, elem_type
+from nova.compiler.fuse import ARG_REDUCTIONS as _ARG_REDUCTIONS
+from nova.compiler.fuse import is_reduction
 from nova.compiler.kernel import Kernel
 from nova.core import dtypes
-from nova.core.primitive import Elementwise, IndexMap, Reduction
+from nova.core.primitive import Elementwise, IndexMap
 
 
 class _NoVector(Exception):
@@ -153,7 +155,17 @@ def _reshape_map(b: _KB, idx, in_shape, out_shape):
 
 
 _HORIZONTAL = {"reduce_sum": ("add", "add"), "reduce_max": ("maximumf", "maxsi"),
-               "reduce_min": ("minimumf", "minsi")}
+               "reduce_min": ("minimumf", "minsi"), "reduce_prod": ("mul", "mul")}
+# The position's type inside the kernel (axis sizes are far below 2**31); cast on output.
+_POS = dtypes.int32
+def _extreme(dtype, lowest: bool):
+    """The start value of an arg-reduction: the lowest (argmax) or highest (argmin) value."""
+    d = np.dtype(dtype)
+    if d == dtypes.bool_:
+        return not lowest
+    if dtypes.is_float(d):
+        return -np.inf if lowest else np.inf
+    return int(np.iinfo(d).min if lowest else np.iinfo(d).max)
 
 
 class LoopKernelEmitter:
@@ -466,13 +478,13 @@ class LoopKernelEmitter:
             d = 0
             if e is not None:
                 d = max((depth(u) for u in e.inputs), default=0)
-                d += 1 if isinstance(e.prim.kernel, Reduction) else 0
+                d += 1 if is_reduction(e) else 0
             memo[id(v)] = d
             return d
 
         out: dict[int, list] = {}
         for r in self.prog.eqns:
-            if isinstance(r.prim.kernel, Reduction):
+            if is_reduction(r):
                 out.setdefault(depth(r.inputs[0]), []).append(r)
         return [out[k] for k in sorted(out)]
 
@@ -570,20 +582,23 @@ class LoopKernelEmitter:
         b.forget_constants()
 
     def _phase(self, reds, ivs, kept):
+        """One reduction level: an inner loop nest over the reduced axes carrying every
+        reduction's accumulators (two for argmax/argmin: value and position), then the
+        horizontal reduction of vector accumulators; results become per-row values."""
         b = self.b
         S, A = self.S, self.A
         vec = self.W if (A and A[-1] == len(S) - 1) else 0
-        inits = []
-        for r in reds:
-            ident = r.prim.kernel.identity(r.outputs[0].type.dtype)
-            inits.append(b.const(ident, r.outputs[0].type.dtype, vec))
-        accs = list(inits)
-        results = []
-        if any(S[i] == 0 for i in A):  # an empty reduction is its identity
+        if any(S[i] == 0 for i in A):  # an empty reduction is its identity (argmax rejects it)
             for r in reds:
                 t = r.outputs[0].type
                 self.row_vals[id(r.outputs[0])] = b.const(r.prim.kernel.identity(t.dtype), t.dtype)
             return
+        inits, counts = [], []
+        for r in reds:
+            init = self._red_init(r, vec)
+            inits += init
+            counts.append(len(init))
+        accs = list(inits)
         saved_w, saved_iv = self.W, self.vec_iv
         self.W = vec
         loop_results = []
@@ -597,31 +612,83 @@ class LoopKernelEmitter:
             ivs[i] = Value(f"%{tag}", "index")
             if step > 1:
                 self.vec_iv = f"%{tag}"
-        new = []
-        for r, acc in zip(reds, accs, strict=True):
+        new, pos = [], 0
+        for r, n in zip(reds, counts, strict=True):
             x = self.value(r.inputs[0], tuple(ivs[i] for i in range(len(S))))
-            b.default_dtype = r.outputs[0].type.dtype
-            new.append(r.prim.kernel.combine(b, acc, x))
+            new += self._red_combine(r, accs[pos:pos + n], x, ivs, vec)
+            pos += n
         for depth in reversed(range(len(A))):
             res = loop_results[depth]
             self._end(new)
             new = [Value(f"{res}#{k}", a.dtype, a.width) for k, a in enumerate(inits)]
         self.W, self.vec_iv = saved_w, saved_iv
-        for r, acc in zip(reds, new, strict=True):
-            if acc.width:
-                low = acc.dtype in (dtypes.float16, dtypes.bfloat16)
-                if low:
-                    acc = b._wide(acc)
-                kinds = _HORIZONTAL[r.prim.name]
-                kind = kinds[0] if acc.is_float else kinds[1]
-                if not acc.is_float and acc.unsigned and kind != "add":
-                    kind = kind.replace("s", "u", 1)
-                acc = b.op(f"vector.reduction <{kind}>, {acc.name} : {acc.type} into {acc.elem}",
-                           acc.dtype, 0)
-                if low:
-                    acc = b._narrow(acc, r.outputs[0].type.dtype)
-            results.append(acc)
-            self.row_vals[id(r.outputs[0])] = acc
+        pos = 0
+        for r, n in zip(reds, counts, strict=True):
+            self.row_vals[id(r.outputs[0])] = self._red_finish(r, new[pos:pos + n])
+            pos += n
+
+    def _red_init(self, r, vec) -> list:
+        b = self.b
+        if r.prim.name in _ARG_REDUCTIONS:
+            xt = r.inputs[0].type.dtype
+            start = _extreme(xt, lowest=r.prim.name == "argmax")
+            return [b.const(start, xt, vec), b.const(0, _POS, vec)]
+        t = r.outputs[0].type.dtype
+        return [b.const(r.prim.kernel.identity(t), t, vec)]
+
+    def _red_combine(self, r, accs, x, ivs, vec) -> list:
+        b = self.b
+        if r.prim.name not in _ARG_REDUCTIONS:
+            b.default_dtype = r.outputs[0].type.dtype
+            return [r.prim.kernel.combine(b, accs[0], x)]
+        # NumPy's rules: a strictly better value replaces the pair (ties keep the first
+        # position), and the first NaN replaces any number and is never replaced.
+        acc_v, acc_i = accs
+        better = b.cmp("gt" if r.prim.name == "argmax" else "lt", x, acc_v)
+        if x.is_float:
+            first_nan = b.and_(b.isnan(x), b.not_(b.isnan(acc_v)))
+            better = b.or_(*b._coerce(better, first_nan))
+        iv = ivs[r.params["axis"]]
+        p = b.op(f"arith.index_cast {iv.name} : index to {elem_type(_POS)}", _POS, 0)
+        if vec:  # lane k of the chunk starting at iv is position iv + k
+            lanes = ", ".join(str(k) for k in range(vec))
+            ramp = b.op(f"arith.constant dense<[{lanes}]> : vector<{vec}x{elem_type(_POS)}>",
+                        _POS, vec)
+            p = b.add(b.splat(p, vec), ramp)
+        return [b.select(better, x, acc_v), b.select(better, p, acc_i)]
+
+    def _red_finish(self, r, accs) -> Value:
+        """The row's result from its accumulators, reducing vector lanes horizontally."""
+        b = self.b
+        out_t = r.outputs[0].type.dtype
+        if r.prim.name in _ARG_REDUCTIONS:
+            acc_v, acc_i = accs
+            if acc_v.width:
+                # The best value over lanes (NaN if any lane holds one), then the smallest
+                # position among lanes holding it: each lane kept its first occurrence.
+                wide = b._wide(acc_v)
+                kinds = ("maximumf", "maxsi") if r.prim.name == "argmax" else ("minimumf", "minsi")
+                best = self._horizontal(kinds, wide)
+                hit = b.cmp("eq", wide, best)
+                if wide.is_float:
+                    hit = b.or_(hit, b.and_(b.isnan(wide), b.splat(b.isnan(best), wide.width)))
+                far = b.const(np.iinfo(np.int32).max, _POS, acc_i.width)
+                acc_i = self._horizontal(("minsi", "minsi"), b.select(hit, acc_i, far))
+            return b.cast(acc_i, out_t)
+        acc = accs[0]
+        if not acc.width:
+            return acc
+        low = acc.dtype in (dtypes.float16, dtypes.bfloat16)
+        acc = self._horizontal(_HORIZONTAL[r.prim.name], b._wide(acc) if low else acc)
+        return b._narrow(acc, out_t) if low else acc
+
+    def _horizontal(self, kinds, acc: Value) -> Value:
+        """vector.reduction of acc's lanes; kinds = (float kind, signed integer kind)."""
+        kind = kinds[0] if acc.is_float else kinds[1]
+        if not acc.is_float and acc.unsigned and kind not in ("add", "mul"):
+            kind = kind.replace("s", "u", 1)
+        return self.b.op(f"vector.reduction <{kind}>, {acc.name} : {acc.type} into {acc.elem}",
+                         acc.dtype, 0)
 
     def _store_outputs(self, outs, ivs, shape, row=False):
         b = self.b

@@ -269,3 +269,18 @@ def test_reduce_prod_is_a_loop_reduction():
     x = _rng(15).uniform(0.5, 1.5, (4, 64)).astype(np.float32)
     fp, _ = _compiled(lambda x: jnp.prod(x, axis=1) * 2.0, x)
     assert _kinds(fp) == ["loop"]
+
+
+# --- index tracking along the vector axis -------------------------------------------------------
+
+
+def test_reversed_and_shifted_reads_along_the_vector_axis():
+    x = _rng(16).standard_normal((4, 64)).astype(np.float32)
+    # rev reads lanes backwards (scalar code); a unit-stride slice at an offset stays a vector
+    # load; a strided slice does not.
+    _, (out,) = _compiled(lambda x: jnp.flip(x, 1) * 2.0, x)
+    np.testing.assert_allclose(out, x[:, ::-1] * 2.0)
+    _, (out,) = _compiled(lambda x: x[:, 3:35] + x[:, 32:], x)
+    np.testing.assert_allclose(out, x[:, 3:35] + x[:, 32:], rtol=1e-6)
+    _, (out,) = _compiled(lambda x: x[:, ::2] * 1.5, x)
+    np.testing.assert_allclose(out, x[:, ::2] * 1.5, rtol=1e-6)

@@ -13,6 +13,8 @@ vectors, since LLVM's auto-vectorizer only emits 256-bit code here; MLIR_NOTES.m
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from nova.compiler.codegen.builder import Builder, Value, elem_type
@@ -43,6 +45,9 @@ def memref_type(t) -> str:
     return "memref<" + "x".join(str(d) for d in t.shape) + f"x{el}>"
 
 
+_SSA_NAME = re.compile(r"%[A-Za-z0-9_]+(?:#[0-9]+)?")
+
+
 class _KB(Builder):
     """Builder with index-arithmetic folding and tracking of which loop ivs an index depends on."""
 
@@ -53,6 +58,15 @@ class _KB(Builder):
         # Index values of the form `root + constant` (root: a loop iv or any other index value),
         # so that a shifted access along the vector axis is still known to be contiguous.
         self.affine: dict[str, tuple[str, int]] = {}
+
+    def op(self, text, dtype, width):
+        """Every value depends on the loop ivs its operands depend on (an index reversed with
+        `arith.subi` or loaded from an index array still moves with the vector iv)."""
+        val = super().op(text, dtype, width)
+        deps = frozenset().union(*(self.deps.get(n, ()) for n in _SSA_NAME.findall(text)))
+        if deps:
+            self.deps[val.name] = deps
+        return val
 
     def const(self, v, dtype=None, width: int = 0):
         val = super().const(v, dtype, width)
@@ -252,6 +266,7 @@ class LoopKernelEmitter:
             side[1] = v
             b.forget_constants()
         b.lines, b.indent = outer, indent
+        vals = [v for _, v in sides]
         res = b.fresh()
         t = sides[0][1].type
         b.emit(f"{res} = scf.if {cond.name} -> ({t}) {{")
@@ -259,6 +274,7 @@ class LoopKernelEmitter:
         b.emit("} else {")
         b.lines.extend(sides[1][0])
         b.emit("}")
+        b.deps[res] = frozenset().union(*(b.deps.get(x.name, ()) for x in (cond, *vals)))
         return Value(res, sides[0][1].dtype, width)
 
     def _index_cmp(self, pred: str, x: Value, bound: int) -> Value | bool:
@@ -421,7 +437,6 @@ class LoopKernelEmitter:
         b = self.b
         nb = indices.type.ndim - 1
         batch, rest = tuple(idx[:nb]), list(idx[nb:])
-        deps = frozenset().union(*(b.deps.get(x.name, frozenset()) for x in batch))
         it = indices.type.dtype
         coords = []
         for j, a in enumerate(axes):
@@ -431,9 +446,7 @@ class LoopKernelEmitter:
             hi = b.const(max(operand.type.shape[a] - 1, 0), it)
             c = b.min(c, hi) if c.unsigned else b.min(b.max(c, b.const(0, it)), hi)
             cast = "arith.index_castui" if c.unsigned else "arith.index_cast"
-            ci = b.op(f"{cast} {c.name} : {c.elem} to index", "index", 0)
-            b.deps[ci.name] = deps
-            coords.append(ci)
+            coords.append(b.op(f"{cast} {c.name} : {c.elem} to index", "index", 0))
         src = tuple(coords[axes.index(d)] if d in axes else rest.pop(0)
                     for d in range(operand.type.ndim))
         return self.value(operand, src)

@@ -1,0 +1,77 @@
+"""Pytrees: containers, namedtuples, None, registered classes and dataclasses; transforms on them."""
+
+import dataclasses
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova import tree_util as tu
+from tests.helpers import assert_close
+
+Point = namedtuple("Point", ["x", "y"])
+
+
+@tu.register_dataclass
+@dataclasses.dataclass
+class Linear:
+    w: object
+    b: object
+    name: str = dataclasses.field(default="lin", metadata={"static": True})
+
+
+class Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+tu.register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda aux, ch: Pair(*ch))
+
+
+def test_flatten_unflatten_round_trip_all_node_kinds():
+    tree = {"b": [1, (2, None, Point(3, 4))], "a": Linear(5, 6), "c": Pair(7, {"z": 8})}
+    leaves, td = tu.tree_flatten(tree)
+    assert leaves == [5, 6, 1, 2, 3, 4, 7, 8]  # dict keys sorted; None is a node, not a leaf
+    back = tu.tree_unflatten(td, leaves)
+    assert back["b"][1][2] == Point(3, 4) and back["b"][1][1] is None
+    assert isinstance(back["a"], Linear) and back["a"].name == "lin" and back["a"].w == 5
+    assert isinstance(back["c"], Pair) and back["c"].b == {"z": 8}
+    assert tu.tree_structure(tree) == td and hash(td) == hash(tu.tree_structure(tree))
+    assert tu.tree_leaves(tree) == leaves
+
+
+def test_static_fields_are_part_of_the_structure():
+    a, b = Linear(1, 2, name="a"), Linear(1, 2, name="b")
+    assert tu.tree_structure(a) != tu.tree_structure(b)
+
+
+def test_tree_map_and_mismatch_error():
+    t = {"p": [1.0, 2.0], "q": Point(3.0, 4.0)}
+    out = tu.tree_map(lambda u, v: u + v, t, t)
+    assert out == {"p": [2.0, 4.0], "q": Point(6.0, 8.0)}
+    with pytest.raises(ValueError, match="structures differ"):
+        tu.tree_map(lambda u, v: u, t, {"p": [1.0], "q": Point(1.0, 2.0)})
+    with pytest.raises(ValueError, match="has 4 leaves, got 3"):
+        tu.tree_unflatten(tu.tree_structure(t), [1, 2, 3])
+
+
+def test_grad_and_jit_over_dataclasses_and_namedtuples():
+    rng = np.random.default_rng(0)
+    model = Linear(rng.standard_normal((3, 2)), rng.standard_normal(2))
+    batch = Point(rng.standard_normal((4, 3)), rng.standard_normal((4, 2)))
+
+    def loss(m, data):
+        return jnp.mean((data.x @ m.w + m.b - data.y) ** 2)
+
+    g = nova.jit(nova.grad(loss))(model, batch)
+    assert isinstance(g, Linear) and g.name == "lin"
+    r = batch.x @ model.w + model.b - batch.y
+    assert_close(g.w, 2 * batch.x.T @ r / r.size, rtol=1e-10)
+    assert_close(g.b, 2 * r.sum(0) / r.size, rtol=1e-10)
+
+
+def test_register_twice_raises():
+    with pytest.raises(ValueError, match="already registered"):
+        tu.register_pytree_node(Pair, lambda p: ((), None), lambda a, c: Pair(0, 0))

@@ -284,3 +284,119 @@ def test_reversed_and_shifted_reads_along_the_vector_axis():
     np.testing.assert_allclose(out, x[:, 3:35] + x[:, 32:], rtol=1e-6)
     _, (out,) = _compiled(lambda x: x[:, ::2] * 1.5, x)
     np.testing.assert_allclose(out, x[:, ::2] * 1.5, rtol=1e-6)
+
+
+# --- scatter_add / scatter ------------------------------------------------------------------------
+
+
+def _scatter_ref(operand, idx, updates, axes, mode):
+    return indexing._np_scatter(operand, idx, updates, axes, mode)
+
+
+@pytest.mark.parametrize("mode", ["add", "set", "mul", "min", "max"])
+@pytest.mark.parametrize("cols", [32, 5])  # vector and scalar update rows
+def test_scatter_drops_out_of_range_and_combines_repeats(mode, cols):
+    rng = _rng(17)
+    x = rng.standard_normal((5, cols)).astype(np.float32)
+    idx = np.array([[1], [3], [1], [9], [-2], [0], [1], [5]], np.int32)  # repeats, 9/-2/5 dropped
+    upd = rng.standard_normal((8, cols)).astype(np.float32)
+    fp, (out,) = _compiled(lambda x, i, u: indexing.scatter(x * 2.0, i, u + 1.0, (0,), mode),
+                           x, idx, upd)
+    assert _kinds(fp) == ["scatter"] and "host:" not in fp.as_text()
+    np.testing.assert_allclose(out, _scatter_ref(x * 2, idx, upd + 1, (0,), mode), rtol=1e-6)
+
+
+def test_embedding_gradient_is_one_scatter_kernel():
+    rng = _rng(18)
+    wte = rng.standard_normal((50, 64)).astype(np.float32)
+    wpe = rng.standard_normal((8, 64)).astype(np.float32)
+    tokens = rng.integers(0, 50, (2, 8)).astype(np.int32)
+    tokens[0, :3] = 7  # repeated tokens accumulate
+    fp, (loss, grads) = _compiled(lambda w, t, p: jnp.sum((w[t] + p) ** 2), wte, tokens, wpe,
+                                  grad=True)
+    assert "host:" not in fp.as_text()
+    (scat,) = [k for k in fp.kernels if k.kind == "scatter"]
+    # The cotangent (recomputed from the gather) and the zeros fuse into the scatter kernel.
+    assert {"gather", "scatter_add"} <= set(scat.op_names())
+    want = np.zeros_like(wte)
+    np.add.at(want, tokens.reshape(-1), (2 * (wte[tokens] + wpe)).reshape(-1, 64))
+    np.testing.assert_allclose(grads, want, rtol=1e-5, atol=1e-5)
+
+
+def test_scatter_two_axes_int_bool_and_unsigned_indices():
+    rng = _rng(19)
+    x = rng.integers(-9, 9, (3, 4, 2)).astype(np.int32)
+    idx = np.array([[[0, 1], [2, 0]], [[0, 1], [3, 1]]], np.int32)  # (3, 1) is out of range
+    upd = rng.integers(-9, 9, (2, 2, 4)).astype(np.int32)
+    fp, (out,) = _compiled(lambda x, i, u: indexing.scatter_add(x, i, u, (0, 2)), x, idx, upd)
+    assert _kinds(fp) == ["scatter"]
+    np.testing.assert_array_equal(out, _scatter_ref(x, idx, upd, (0, 2), "add"))
+    flags = rng.standard_normal((6, 3)) > 0
+    bidx = np.array([[5], [0], [200], [5]], np.uint8)  # 200 dropped; uint8 has no negatives
+    bupd = rng.standard_normal((4, 3)) > 0
+    for mode in ("add", "set", "max", "min"):
+        fp, (out,) = _compiled(lambda x, i, u: indexing.scatter(x, i, u, (0,), mode), flags,
+                               bidx, bupd)
+        np.testing.assert_array_equal(out, _scatter_ref(flags, bidx, bupd, (0,), mode))
+
+
+def test_scatter_size_zero_and_no_updates():
+    x = _rng(20).standard_normal((4, 16)).astype(np.float32)
+    _, (out,) = _compiled(lambda x, i, u: indexing.scatter_add(x, i, u, (0,)), x,
+                          np.zeros((0, 1), np.int32), np.zeros((0, 16), np.float32))
+    np.testing.assert_array_equal(out, x)  # only the copy
+    _, (out,) = _compiled(lambda x, i, u: indexing.scatter_add(x, i, u, (0,)),
+                          np.zeros((0, 16), np.float32), np.array([[0], [1]], np.int32),
+                          np.ones((2, 16), np.float32))
+    assert out.shape == (0, 16)  # every index is out of range of an empty axis
+
+
+def test_large_scatter_splits_columns_over_threads():
+    rng = _rng(21)
+    v = rng.standard_normal((300, 512)).astype(np.float32)
+    idx = rng.integers(-5, 305, (400, 1)).astype(np.int32)
+    idx[:50] = 3  # many writes to one row: per-column order must stay the row order
+    u = rng.standard_normal((400, 512)).astype(np.float32)
+    for mode in ("add", "set"):
+        _, (out,) = _compiled(lambda v, i, u: indexing.scatter(v, i, u, (0,), mode), v, idx, u)
+        np.testing.assert_allclose(out, _scatter_ref(v, idx, u, (0,), mode), rtol=1e-5,
+                                   atol=1e-5)
+
+
+# --- cumulative scans -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "cummax", "cummin"])
+@pytest.mark.parametrize("axis,reverse", [(0, False), (1, True), (2, False), (1, False)])
+def test_scans_match_the_reference(name, axis, reverse):
+    x = _rng(22).uniform(0.5, 1.5, (3, 5, 16)).astype(np.float32)
+    x[0, 1, 2] = np.nan  # NaN propagates through every scan
+    fn = getattr(scan, name)
+    fp, _ = _compiled(lambda x: fn(x * 1.0, axis, reverse), x)
+    assert _kinds(fp) == ["scan"] and name in fp.as_text()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, dtypes.bfloat16, np.int32, np.uint8, np.float64])
+def test_scans_low_precision_and_integer_dtypes(dtype):
+    x = _rng(23).uniform(-3, 3, (4, 32))
+    x = (x if np.dtype(dtype).kind == "f" or dtype == dtypes.bfloat16 else np.abs(x) * 10)
+    x = x.astype(dtype)
+    for name in ("cumsum", "cummax", "cummin"):
+        fn = getattr(scan, name)
+        for axis in (0, 1):
+            _, (out,) = _compiled(lambda x: fn(x, axis, axis == 1), x)
+            assert out.dtype == x.dtype
+
+
+def test_scan_bool_and_size_zero():
+    flags = _rng(24).standard_normal((5, 16)) > 0.8
+    _, (out,) = _compiled(lambda x: scan.cummax(x, 0), flags)
+    np.testing.assert_array_equal(out, np.maximum.accumulate(flags, axis=0))
+    _, (out,) = _compiled(lambda x: scan.cumsum(x, 1), np.zeros((3, 0), np.float32))
+    assert out.shape == (3, 0)
+
+
+def test_large_scan_is_threaded_and_vectorized():
+    x = _rng(25).standard_normal((512, 256)).astype(np.float32)
+    _compiled(lambda x: scan.cumsum(x, 0), x)
+    _compiled(lambda x: scan.cummax(x, 1, True), x)

@@ -20,6 +20,7 @@ from nova.compiler.codegen.cpu.compile import (
 from nova.compiler.codegen.cpu.contraction import emit_contraction
 from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
 from nova.compiler.codegen.cpu.loops import emit_loop_kernel
+from nova.compiler.codegen.cpu.sequential import emit_sequential_kernel
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import FusedProgram, Kernel
 from nova.compiler.plan_memory import plan_memory
@@ -120,6 +121,8 @@ def _lower(k: Kernel) -> list:
             return out
         gk = _contraction_as_loop(k)
         return [(gk, gk.name, emit_loop_kernel(gk.name, gk))]
+    if k.kind in ("scatter", "scan"):
+        return [(k, k.name, emit_sequential_kernel(k.name, k))]
     return [(k, k.name, emit_loop_kernel(k.name, k))]
 
 

@@ -4,8 +4,12 @@ Loop kernels hold elementwise chains with broadcasts and other movement folded i
 pattern, and row reductions with their elementwise prologue and epilogue: softmax, log-softmax,
 layer norm and their backwards each become one kernel per row block. A loop kernel iterates over
 one shape S; its reductions (if any) all reduce the same axes A of S, and its outputs have shape S
-(full) or S without A (one value per row). Contractions are their own kernels; primitives without
-a generated kernel yet become `host:` kernels.
+(full) or S without A (one value per row). Reductions include argmax/argmin ((value, position)
+pairs). Movement includes concatenate, pad and gather, which loop kernels evaluate at an index
+(choosing the source by position, loading the gathered position from the index array).
+Contractions are their own kernels; scatters and scans are sequential kernels ("scatter", "scan")
+into which the elementwise/movement producers of their inputs fuse; primitives without a
+generated kernel yet become `host:` kernels.
 
 The walk goes backward over the equations: a producer joins the kernel of its consumers when all
 of them are in one loop kernel and the result stays valid (shape rules above). Cheap producers
@@ -27,6 +31,12 @@ _MAX_CLONES = 3
 # Movement whose element comes from one of several sources (operands, padding value) or from a
 # position loaded from an index array: loop kernels evaluate them at an index like an IndexMap.
 _INLINE_TEMPLATES = ("concatenate", "pad", "gather")
+# Primitives whose result is written in a fixed order, each a kernel of its own kind; their
+# inputs are evaluated at an index inside it like a loop kernel's values.
+_SEQUENTIAL = {"scatter_add": "scatter", "scatter": "scatter", "cumsum": "scan",
+               "cumprod": "scan", "cummax": "scan", "cummin": "scan"}
+# Kernel kinds that evaluate the values they read at an index (clones may be recomputed there).
+_INLINE_KINDS = ("loop", "scatter", "scan")
 # Index-valued reductions over one axis, carrying a (value, position) pair per row.
 ARG_REDUCTIONS = ("argmax", "argmin")
 
@@ -135,7 +145,7 @@ def fuse(program: Program) -> FusedProgram:
                 for g in gs:
                     # A matmul's epilogue evaluates values inline like a loop kernel; its
                     # operands must be stored.
-                    inline = g is not None and (g.kind == "loop" or (
+                    inline = g is not None and (g.kind in _INLINE_KINDS or (
                         g.kind == "contraction" and c != g.dot and c not in clones))
                     if not inline:
                         non_loop = True
@@ -168,6 +178,13 @@ def fuse(program: Program) -> FusedProgram:
             target.eqns.append(i)
             group_of[i] = target
             continue
+        if cls in ("elementwise", "movement") and target is not None and not is_out and \
+                target.kind in _SEQUENTIAL.values():
+            # A producer of a scatter's operand, indices or updates, or of a scan's input, is
+            # evaluated at an index inside the sequential kernel (no buffer in between).
+            target.eqns.append(i)
+            group_of[i] = target
+            continue
         if e.prim.fusion is FusionKind.CONTRACTION and target is not None and not is_out and \
                 _epilogue_ok(e, target, eqns, consumers, outputs, clones):
             # Fuse into the matmul: the loop group becomes its epilogue (bias, activation, ...).
@@ -182,6 +199,8 @@ def fuse(program: Program) -> FusedProgram:
             g = _Group("loop", e.outputs[0].type.shape, None, [i])
         elif e.prim.fusion is FusionKind.CONTRACTION:
             g = _Group("contraction", e.outputs[0].type.shape, None, [i], dot=i)
+        elif e.prim.name in _SEQUENTIAL:
+            g = _Group(_SEQUENTIAL[e.prim.name], e.outputs[0].type.shape, None, [i])
         else:
             g = _Group(f"host:{e.prim.name}", (), None, [i])
         groups.append(g)
@@ -247,9 +266,19 @@ def _epilogue_ok(dot: Eqn, g: _Group, eqns, consumers, outputs, clones) -> bool:
     if len(outs) != 1 or outs[0].type.shape != out.type.shape or outs[0].type.dtype != out.type.dtype:
         return False
     for c in consumers.get(id(out), []):
-        ce = eqns[c]
-        if c not in members or _loop_class(ce) != "elementwise" or ce.outputs[0].type.shape != out.type.shape:
+        if c not in members:
             return False
+    # The epilogue sees the result only at the element it computes (the accumulator in hand), so
+    # everything derived from it must be elementwise at the output's shape: a transpose, rev or
+    # gather of exp(dot) would read other elements of the result.
+    cloned = {c for c, gs in clones.items() if any(x is g for x in gs)}
+    derived = {id(out)}
+    for i in sorted(members | cloned):
+        ce = eqns[i]
+        if any(id(v) in derived for v in ce.inputs):
+            if _loop_class(ce) != "elementwise" or ce.outputs[0].type.shape != out.type.shape:
+                return False
+            derived.update(id(o) for o in ce.outputs)
     return True
 
 
@@ -299,7 +328,7 @@ def _make_kernel(g: _Group, eqns, prod, outputs, consumers, clones, index_of) ->
                 outs.append(o)
     sub = Program(list(inputs), body, outs)
     k = Kernel(g.kind, sub, list(inputs), outs)
-    if g.kind == "loop":
+    if g.kind in _INLINE_KINDS:
         k.schedule = {"iter_shape": g.iter_shape, "red_axes": g.red_axes}
     return k
 

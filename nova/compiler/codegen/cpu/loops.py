@@ -563,14 +563,18 @@ class LoopKernelEmitter:
         for n, _ in enumerate(kept):
             self._end()
             if n == len(kept) - 1 and threads > 1:
-                b.emit("omp.terminator")
-                b.indent -= 2
-                b.emit("}")
+                self._close_parallel()
         return "\n".join([self._signature()] + b.lines + ["    return", "  }"])
 
     def _parallel_for(self, iv: str, n: int, step: int, threads: int):
         """The outermost loop split into one contiguous chunk per OpenMP thread (the kernel stays
         one C function; libiomp5 keeps its threads pooled between calls, see matmul.py)."""
+        lo, hi = self._thread_span(n, step, threads)
+        self._for_range(iv, lo, hi, step)
+
+    def _thread_span(self, n: int, step: int, threads: int):
+        """Opens an `omp.parallel` region (closed by `_close_parallel`) and returns this thread's
+        [lo, hi) of 0..n in whole steps: contiguous chunks, one per thread."""
         b = self.b
         nt = b.op(f"arith.constant {threads} : i32", dtypes.int32, 0)
         b.emit(f"omp.parallel num_threads({nt.name} : i32) {{")
@@ -581,13 +585,23 @@ class LoopKernelEmitter:
         tid = b.op(f"arith.index_cast {tid32.name} : i32 to index", "index", 0)
         nth = b.op(f"arith.index_cast {nth32.name} : i32 to index", "index", 0)
         steps = b.const(n // step, "index")
-        one = b.const(1, "index")
         chunk = b.op(f"arith.ceildivui {steps.name}, {nth.name} : index", "index", 0)
         span = b.op(f"arith.muli {chunk.name}, {b.const(step, 'index').name} : index", "index", 0)
         lo = b.op(f"arith.muli {tid.name}, {span.name} : index", "index", 0)
         hi0 = b.op(f"arith.addi {lo.name}, {span.name} : index", "index", 0)
         hi = b.op(f"arith.minui {hi0.name}, {b.const(n, 'index').name} : index", "index", 0)
-        del one
+        return lo, hi
+
+    def _close_parallel(self):
+        b = self.b
+        b.emit("omp.terminator")
+        b.indent -= 2
+        b.emit("}")
+        b.forget_constants()
+
+    def _for_range(self, iv: str, lo: Value, hi: Value, step: int):
+        """`scf.for %iv = lo to hi step step` with index values as bounds (closed by _end)."""
+        b = self.b
         b.emit(f"scf.for %{iv} = {lo.name} to {hi.name} step {b.const(step, 'index').name} {{")
         b.indent += 2
         b.deps[f"%{iv}"] = frozenset([f"%{iv}"])

@@ -400,3 +400,31 @@ def test_large_scan_is_threaded_and_vectorized():
     x = _rng(25).standard_normal((512, 256)).astype(np.float32)
     _compiled(lambda x: scan.cumsum(x, 0), x)
     _compiled(lambda x: scan.cummax(x, 1, True), x)
+
+
+# --- random bits, iota, matmul epilogues ---------------------------------------------------------
+
+
+def test_random_bits_are_generated_loop_kernels():
+    import nova.random as nr
+
+    key = np.asarray(nr.PRNGKey(0))
+    fp, outs = _compiled(lambda k: (nr.uniform(k, (64, 48)) * 2.0, nr.normal(k, (5, 7))), key)
+    assert set(_kinds(fp)) == {"loop"} and "threefry2x32" in fp.as_text()
+
+
+def test_iota_along_the_vector_axis():
+    x = np.arange(64 * 48, dtype=np.float32).reshape(64, 48)
+    _compiled(lambda x: x + jnp.arange(48, dtype=jnp.float32) * jnp.arange(64)[:, None], x)
+    _compiled(lambda x: x + jnp.arange(64 * 48, dtype=jnp.float32).reshape(64, 48), x)
+
+
+@pytest.mark.parametrize("move", ["rev", "transpose", "concatenate"])
+def test_matmul_epilogue_never_reads_other_elements_of_the_result(move):
+    rng = _rng(26)
+    x = rng.standard_normal((16, 16)).astype(np.float32)
+    w = (rng.standard_normal((16, 16)) * 0.1).astype(np.float32)
+    moves = {"rev": lambda y: jnp.flip(y, 0), "transpose": lambda y: y.T,
+             "concatenate": lambda y: jnp.concatenate([y[8:], y[:8]])}
+    fp, _ = _compiled(lambda x, w: moves[move](jnp.exp(x @ w)) * 2.0, x, w)
+    assert "host:" not in fp.as_text()

@@ -78,8 +78,8 @@ def _loop_class(e: Eqn) -> str | None:
     p = e.prim
     if p.name == "constant":
         return None
-    if p.fusion is FusionKind.ELEMENTWISE and not isinstance(p.kernel, IndexMap) and not p.multiple_results:
-        return "elementwise"
+    if p.fusion is FusionKind.ELEMENTWISE and not isinstance(p.kernel, IndexMap):
+        return "elementwise"  # several results (threefry2x32) are all computed at one index
     if isinstance(p.kernel, IndexMap) or p.name in _INLINE_TEMPLATES:
         return "movement"
     if is_reduction(e):
@@ -115,7 +115,8 @@ def _row_aligned(var, group_eqns: set, consumers: dict, eqns: list, in_shape, ax
                 return False
             continue
         if _loop_class(c) == "elementwise" and out.type.shape == var.type.shape:
-            if not _row_aligned(out, group_eqns, consumers, eqns, in_shape, axes):
+            if not all(_row_aligned(o, group_eqns, consumers, eqns, in_shape, axes)
+                       for o in c.outputs):
                 return False
             continue
         return False

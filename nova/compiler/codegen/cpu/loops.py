@@ -58,6 +58,9 @@ class _KB(Builder):
         # Index values of the form `root + constant` (root: a loop iv or any other index value),
         # so that a shifted access along the vector axis is still known to be contiguous.
         self.affine: dict[str, tuple[str, int]] = {}
+        # Index values `iv + q` where q does not depend on the loop iv: consecutive iterations
+        # (vector lanes) of iv read consecutive elements. name -> iv name.
+        self.unit: dict[str, str] = {}
 
     def op(self, text, dtype, width):
         """Every value depends on the loop ivs its operands depend on (an index reversed with
@@ -94,12 +97,22 @@ class _KB(Builder):
         if self._iconst(a) == 0:
             return b
         r = self._index_op("arith.addi", a, b, lambda x, y: x + y)
+        for p, q in ((a, b), (b, a)):
+            root = self.unit_root(p)
+            if root is not None and root not in self.deps.get(q.name, ()):
+                self.unit[r.name] = root
         ca, cb = self._iconst(a), self._iconst(b)
         if (ca is None) != (cb is None):
             base, c = (b, ca) if cb is None else (a, cb)
             root, c0 = self.affine.get(base.name, (base.name, 0))
             self.affine[r.name] = (root, c0 + c)
         return r
+
+    def unit_root(self, x) -> str | None:
+        """The loop iv that x moves with at unit stride (x = iv + q, q independent of iv)."""
+        if x.name in self.unit:
+            return self.unit[x.name]
+        return x.name if self.deps.get(x.name) == frozenset([x.name]) else None
 
     def mul(self, a, b):
         if a.dtype != "index":
@@ -310,7 +323,7 @@ class LoopKernelEmitter:
             if t.dtype == dtypes.bool_:
                 val = b.cmp("ne", val, b.const(0, dtypes.uint8))
             return val
-        if vec_pos != [len(idx) - 1] or self._vec_offset(idx[-1]) is None:
+        if vec_pos != [len(idx) - 1] or b.unit_root(idx[-1]) != self.vec_iv:
             raise _NoVector()
         W = self.W
         val = b.op(f"vector.load {name}[{ix}] : {mt}, vector<{W}x{el}>",
@@ -357,15 +370,27 @@ class LoopKernelEmitter:
             in_types = [u.type for u in e.inputs]
             new_idx = p.kernel.index_map(b, tuple(idx), in_types, **e.params)
             if not e.inputs:  # iota: the index itself is the value
-                if self._depends_on_vec(new_idx):
-                    raise _NoVector()
                 iv = b.op(f"arith.index_cast {new_idx.name} : index to i64", dtypes.int64, 0)
+                if self._depends_on_vec(new_idx):
+                    if b.unit_root(new_idx) != self.vec_iv:
+                        raise _NoVector()
+                    # Along the vector axis lane k holds the chunk's first index + k.
+                    lanes = ", ".join(str(k) for k in range(self.W))
+                    ramp = b.op(f"arith.constant dense<[{lanes}]> : vector<{self.W}xi64>",
+                                dtypes.int64, self.W)
+                    iv = b.add(b.splat(iv, self.W), ramp)
                 return b.cast(iv, v.type.dtype)
             return self.value(e.inputs[0], tuple(new_idx))
         if isinstance(p.kernel, Elementwise):
             args = [self.value(u, idx) for u in e.inputs]
             b.default_dtype = e.inputs[0].type.dtype if e.inputs else v.type.dtype
-            return p.kernel.body(b, *args, **e.params)
+            res = p.kernel.body(b, *args, **e.params)
+            if not p.multiple_results:
+                return res
+            # One evaluation gives every result at this index (threefry2x32's two words).
+            for o, r in zip(e.outputs, res, strict=True):
+                self.memo[-1][self._key(o, idx)] = r
+            return res[[id(o) for o in e.outputs].index(id(v))]
         raise AssertionError(f"loop kernel {self.name}: cannot compute nova.{p.name} at an index")
 
     # --- movement with several sources, gather ----------------------------------------------

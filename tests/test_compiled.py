@@ -415,3 +415,18 @@ def test_loop_schedule_is_analytic_and_asserted():
     p = run_passes(nova.make_program(lambda x: jnp.exp(x.T) * 2.0)(np.ones((16, 16), np.float32)))
     (launch,) = compile_program(p).launches
     assert launch.kernel.schedule["vector_width"] == 1
+
+
+def test_dump_dir_has_programs_kernel_mlir_and_llvm_ir(tmp_path, monkeypatch):
+    monkeypatch.setenv("NOVA_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path / "cache"))
+    x = np.ones((3, 11), np.float32)
+    f = nova.jit(lambda x: jnp.exp(x) * 3.5 - 1.0)
+    f(x)
+    names = [p.name for p in tmp_path.iterdir()]
+    assert any(n.endswith(".dce.mlir") for n in names)  # the Program after each pass
+    so_mlir = [n for n in names if n.endswith(".so.mlir")]
+    assert so_mlir and "func.func @k_" in (tmp_path / so_mlir[0]).read_text()
+    assert any(n.endswith(".so.llvm.mlir") for n in names)  # after lowering
+    ll = [n for n in names if n.endswith(".so.ll")]
+    assert ll and "define void @k_" in (tmp_path / ll[0]).read_text()

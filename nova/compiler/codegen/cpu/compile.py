@@ -117,8 +117,13 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
             pipeline = CPU_PIPELINE_OPENMP if openmp else CPU_PIPELINE
             passmanager.PassManager.parse(pipeline).run(module.operation)
             if dump_dir:
-                with open(os.path.join(dump_dir, f"{os.path.basename(so_path)}.llvm.mlir"), "w") as f:
+                base = os.path.join(dump_dir, os.path.basename(so_path))
+                with open(base + ".llvm.mlir", "w") as f:
                     f.write(str(module))
+                from mlir.dialects import llvm as llvm_dialect
+
+                with open(base + ".ll", "w") as f:  # the LLVM IR handed to the JIT
+                    f.write(llvm_dialect.translate_module_to_llvmir(module.operation))
             stage = "llvm"
             # Materializing the object resolves every external symbol in-process; an
             # unresolved `__kmpc_*` would abort the whole process, hence shared_libs.

@@ -19,6 +19,7 @@ from nova.core import dtypes
 from nova.core.array import Array
 from nova.core.ir import TensorType, Var
 from nova.core.pytree import tree_flatten, tree_unflatten
+from nova.core.source_info import short, user_frame_line
 from nova.core.trace import Trace, Tracer, current_trace, trace_context
 from nova.ops import lax
 
@@ -167,6 +168,10 @@ def forward_pass(trace: Trace, start: int, end: int, wrt: list[Var], tangents: l
 # --- public transforms ---------------------------------------------------------------------------
 
 
+def _where() -> str:
+    return f" (at {short(user_frame_line())})"
+
+
 def _arg_names(f, n) -> list[str]:
     try:
         params = list(inspect.signature(f).parameters)
@@ -188,7 +193,7 @@ def _check_float_inputs(leaves, names, what):
             raise TypeError(
                 f"{what} requires floating-point inputs, but argument '{n}' has dtype {d}. "
                 "Integer and bool inputs have no gradient: convert with .astype(float32) or "
-                "leave them out of argnums."
+                f"leave them out of argnums.{_where()}"
             )
 
 
@@ -263,17 +268,26 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             for i, sub in zip(nums, tree_unflatten(in_tree, xs), strict=True):
                 new_args[i] = sub
             res = f(*new_args, **kwargs)
-            out, aux = res if has_aux else (res, None)
+            fname = getattr(f, "__name__", "f")
             if has_aux and not (isinstance(res, tuple) and len(res) == 2):
-                raise TypeError("has_aux=True requires f to return a pair (output, aux)")
+                raise TypeError(
+                    f"grad(has_aux=True) requires {fname} to return a pair (output, aux), got "
+                    f"{type(res).__name__}{_where()}")
+            out, aux = res if has_aux else (res, None)
+            if not isinstance(out, Array | int | float | np.ndarray | np.generic):
+                raise TypeError(
+                    f"grad requires {fname} to return a scalar array, got a "
+                    f"{type(out).__name__}; return (value, aux) with has_aux=True to carry "
+                    f"other outputs{_where()}")
             o = scope.trace.lift(out)
             if o.shape != ():
                 raise TypeError(
-                    f"grad requires a scalar output, but {getattr(f, '__name__', 'f')} returned "
+                    f"grad requires a scalar output, but {fname} returned "
                     f"shape {o.shape}; use vjp or jacobian-style code for non-scalar outputs"
+                    f"{_where()}"
                 )
             if not dtypes.is_float(o.dtype):
-                raise TypeError(f"grad requires a float output, got dtype {o.dtype}")
+                raise TypeError(f"grad requires a float output, got dtype {o.dtype}{_where()}")
             end = len(scope.trace.eqns)
             one = lax.full((), 1, o.dtype)
             got = backward_pass(scope.trace, start, end, [x._var for x in xs], [o._var], [one])

@@ -297,6 +297,21 @@ class JitFunction:
         self._static_nums = set(sa) | {names.index(n) for n in sn if n in names}
         self._static_names = set(sn) | {names[i] for i in sa if 0 <= i < len(names)}
         self._donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
+        kinds = {p.kind for p in self._params}
+        fname = getattr(f, "__name__", "f")
+        if self._params and inspect.Parameter.VAR_POSITIONAL not in kinds:
+            n_pos = sum(p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                   inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in self._params)
+            for what, nums in (("static_argnums", sa), ("donate_argnums", self._donate)):
+                bad = [i for i in nums if not -n_pos <= i < n_pos]
+                if bad:
+                    raise ValueError(f"jit({fname}): {what} {bad} out of range for a function "
+                                     f"of {n_pos} positional argument(s)")
+        if self._params and inspect.Parameter.VAR_KEYWORD not in kinds:
+            unknown = [n for n in sn if n not in names]
+            if unknown:
+                raise ValueError(f"jit({fname}): static_argnames {unknown} name no parameter "
+                                 f"of {fname} (parameters: {names})")
         self._cache: dict = {}
         self._last_sig: _Signature | None = None
         self._info = CacheInfo()

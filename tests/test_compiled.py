@@ -430,3 +430,31 @@ def test_dump_dir_has_programs_kernel_mlir_and_llvm_ir(tmp_path, monkeypatch):
     assert any(n.endswith(".so.llvm.mlir") for n in names)  # after lowering
     ll = [n for n in names if n.endswith(".so.ll")]
     assert ll and "define void @k_" in (tmp_path / ll[0]).read_text()
+
+
+def test_host_kernel_strided_output_feeds_native_kernels():
+    # pad's reference returns a strided view (a crop); native kernels take bare pointers.
+    def f(x):
+        return (jnp.pad(x, ((1, 0), (0, 2))) ** 2).sum() + jnp.concatenate([x, x], 1).sum()
+
+    x = np.random.default_rng(7).standard_normal((3, 4)).astype(np.float32)
+    assert_close(nova.jit(nova.grad(f))(x), 2 * x + 2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_low_precision_sums_means_and_matmul_accumulate_in_float32(dtype):
+    ones = jnp.ones(100_000, dtype)
+    assert float(jnp.mean(ones)) == 1.0
+    s = float(jnp.sum(jnp.ones(1000, dtype)))
+    assert s == 1000.0
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((64, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 32)).astype(np.float32)
+    exact = a.astype(dtype).astype(np.float64) @ b.astype(dtype).astype(np.float64)
+    for backend in ("compiled", "interpreter"):
+        nova.config.update("backend", backend)
+        got = np.asarray(jnp.asarray(a, dtype) @ jnp.asarray(b, dtype), np.float64)
+        rel = np.abs(got - exact).max() / np.abs(exact).max()
+        assert rel < (4e-3 if dtype == jnp.bfloat16 else 5e-4), (backend, rel)
+        v = np.asarray(jnp.var(jnp.asarray(a, dtype), axis=1), np.float64)
+        assert_close(v, a.astype(dtype).astype(np.float64).var(1), rtol=2e-2, atol=2e-2)

@@ -127,3 +127,27 @@ def test_config_errors():
         nova.config.update("no_such_flag", 1)
     with pytest.raises(ValueError, match="matmul_precision"):
         nova.config.update("matmul_precision", "fast")
+
+
+def test_grad_of_tuple_output_and_has_aux_misuse():
+    x = np.ones(3)
+    with pytest.raises(TypeError, match=r"return a scalar array, got a tuple.*has_aux.*test_errors.py"):
+        nova.grad(lambda x: (jnp.sum(x), x))(x)
+    with pytest.raises(TypeError, match=r"has_aux=True.*pair.*test_errors.py"):
+        nova.grad(lambda x: jnp.sum(x), has_aux=True)(x)
+
+
+def test_bad_static_and_donate_arguments():
+    with pytest.raises(ValueError, match=r"static_argnums \[3\] out of range"):
+        nova.jit(lambda x: x, static_argnums=3)
+    with pytest.raises(ValueError, match=r"static_argnames \['m'\] name no parameter"):
+        nova.jit(lambda x, n: x, static_argnames="m")
+    with pytest.raises(ValueError, match="donate_argnums"):
+        nova.jit(lambda x: x, donate_argnums=(1,))
+
+
+def test_numpy_conversion_of_escaped_tracer_says_escaped():
+    leaked = []
+    nova.jit(lambda x: leaked.append(x * 2) or x)(np.ones(2))
+    with pytest.raises(nova.UnexpectedTracerError, match="escaped"):
+        np.asarray(leaked[0])

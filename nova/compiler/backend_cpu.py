@@ -9,6 +9,7 @@ import time
 
 
 
+import ml_dtypes
 import numpy as np
 
 from nova.compiler import cache
@@ -58,11 +59,22 @@ def _contraction_as_loop(k: Kernel) -> Kernel:
     xb = emit("broadcast_in_dim", [xt], {"shape": S, "broadcast_dimensions": tuple(range(nb + nxf)) + tuple(range(nb + nxf + nyf, len(S)))})
     yt = emit("transpose", [y], {"permutation": tuple(rb) + tuple(yf) + tuple(rc)})
     yb = emit("broadcast_in_dim", [yt], {"shape": S, "broadcast_dimensions": tuple(range(nb)) + tuple(range(nb + nxf, len(S)))})
-    prod = emit("mul", [xb, yb], {})
     axes = tuple(range(len(out_shape), len(S)))
+    out_dtype = e.outputs[0].type.dtype
+    low = out_dtype in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+    if low:  # products and sums in float32, one rounding at the end (as the reference does)
+        xb = emit("convert_element_type", [xb], {"new_dtype": np.dtype(np.float32)})
+        yb = emit("convert_element_type", [yb], {"new_dtype": np.dtype(np.float32)})
+    prod = emit("mul", [xb, yb], {})
     prim = lookup("reduce_sum")
-    # The reduction defines the dot_general's own result, so epilogue equations still read it.
-    eqns.append(Eqn(prim, [prod], prim.canonical_params({"axes": axes}), [e.outputs[0]]))
+    if low:
+        red = emit("reduce_sum", [prod], {"axes": axes})
+        prim = lookup("convert_element_type")
+        eqns.append(Eqn(prim, [red], prim.canonical_params({"new_dtype": out_dtype}),
+                        [e.outputs[0]]))
+    else:
+        # The reduction defines the dot_general's own result, so epilogue equations still read it.
+        eqns.append(Eqn(prim, [prod], prim.canonical_params({"axes": axes}), [e.outputs[0]]))
     rest = [q for q in k.program.eqns if q is not e]
     sub = Program(list(k.program.inputs), eqns + rest, list(k.program.outputs))
     return Kernel("loop", sub, k.inputs, k.outputs, {"iter_shape": S, "red_axes": axes})

@@ -51,6 +51,8 @@ class Tracer(Array):
     def _concretize(self, what: str) -> np.ndarray:
         if self._val is not None:
             return self._val
+        if not self._trace.active:
+            _raise_escaped(self)
         raise ConcretizationTypeError(
             f"{what} needs a concrete value, but this is a traced {self.aval} inside `jit`"
             f"{self._arg_text()}. Mark the argument static with `static_argnums`/"

@@ -28,15 +28,26 @@ def _sum_dtype(x, dtype):
     return x.dtype
 
 
+_LOW = (dtypes.float16, dtypes.bfloat16)
+
+
+def _accumulate(x):
+    """float16/bfloat16 values accumulate in float32 (as XLA does): a bf16 running sum stops
+    growing at 256 ones."""
+    return lax.convert_element_type(x, dtypes.float32) if x.dtype in _LOW else x
+
+
 def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001 - NumPy's name
     """Sum over `axis` (None: all; int or tuple; negative counts from the end).
 
-    bool and uint8 inputs sum in int32. Raises ValueError for an out-of-range or repeated axis.
+    bool and uint8 inputs sum in int32; float16/bfloat16 accumulate in float32 and round once.
+    Raises ValueError for an out-of-range or repeated axis.
     """
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim)
     x = lax.convert_element_type(x, _sum_dtype(x, dtype))
-    return _keep(lax.reduce_sum(x, axes), x.shape, axes, keepdims)
+    y = lax.convert_element_type(lax.reduce_sum(_accumulate(x), axes), x.dtype)
+    return _keep(y, x.shape, axes, keepdims)
 
 
 def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
@@ -58,16 +69,18 @@ def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
-    """Arithmetic mean over `axis`; integer inputs give float32. Empty reductions give NaN."""
+    """Arithmetic mean over `axis`; integer inputs give float32, float16/bfloat16 accumulate
+    in float32. Empty reductions give NaN."""
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim)
     dt = dtypes.canonicalize(dtype) if dtype is not None else (
         x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float)
     x = lax.convert_element_type(x, dt)
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
-    s = lax.reduce_sum(x, axes)
-    y = lax.div(s, lax.full(s.shape, n if n else np.nan, dt)) if n else lax.full(s.shape, np.nan, dt)
-    return _keep(y, x.shape, axes, keepdims)
+    s = lax.reduce_sum(_accumulate(x), axes)
+    y = lax.div(s, lax.full(s.shape, n if n else np.nan, s.dtype)) if n else \
+        lax.full(s.shape, np.nan, s.dtype)
+    return _keep(lax.convert_element_type(y, dt), x.shape, axes, keepdims)
 
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
@@ -77,12 +90,13 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     dt = dtypes.canonicalize(dtype) if dtype is not None else (
         x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float)
     x = lax.convert_element_type(x, dt)
-    m = mean(x, axes, keepdims=True)
-    d = lax.sub(x, lax.broadcast_in_dim(m, x.shape, tuple(range(x.ndim))))
+    wide = _accumulate(x)
+    m = mean(wide, axes, keepdims=True)
+    d = lax.sub(wide, lax.broadcast_in_dim(m, x.shape, tuple(range(x.ndim))))
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64)) - ddof
     s = lax.reduce_sum(lax.mul(d, d), axes)
-    y = lax.div(s, lax.full(s.shape, n if n > 0 else np.nan, dt))
-    return _keep(y, x.shape, axes, keepdims)
+    y = lax.div(s, lax.full(s.shape, n if n > 0 else np.nan, s.dtype))
+    return _keep(lax.convert_element_type(y, dt), x.shape, axes, keepdims)
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False):

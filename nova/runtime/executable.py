@@ -156,7 +156,10 @@ class CPUExecutable:
                 if times is not None:
                     times.append((launch.name + " (host)", time.perf_counter() - t))
                 for s, o in zip(launch.outputs, outs, strict=True):
-                    env[s] = o
+                    # Native kernels take bare pointers: a strided view (a reference's slice)
+                    # must become contiguous before any kernel reads it.
+                    o = np.asarray(o)
+                    env[s] = o if o.flags.c_contiguous else o.copy()
         return [env[s] for s in self.output_slots]
 
     def as_text(self) -> str:

@@ -9,6 +9,8 @@ and repeated scatter indices, size-0 arrays, bool and integer dtypes, vector-una
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import nova
 import nova.numpy as jnp
@@ -428,3 +430,68 @@ def test_matmul_epilogue_never_reads_other_elements_of_the_result(move):
              "concatenate": lambda y: jnp.concatenate([y[8:], y[:8]])}
     fp, _ = _compiled(lambda x, w: moves[move](jnp.exp(x @ w)) * 2.0, x, w)
     assert "host:" not in fp.as_text()
+
+
+# --- random programs mixing the templates ----------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_hypothesis_template_programs_and_gradients(data):
+    shape = data.draw(st.sampled_from([(4, 8), (3, 5), (8, 16), (2, 32), (5, 24)]))
+    ops = data.draw(st.lists(st.sampled_from(
+        ["roll0", "roll1", "pad", "gather", "cumsum", "argmax", "tanh", "sum_keep", "T"]),
+        min_size=1, max_size=5))
+    rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
+    x = rng.standard_normal(shape).astype(np.float32)
+
+    def f(x):
+        y = x
+        for op in ops:
+            n, m = y.shape
+            if op == "roll0":
+                y = jnp.concatenate([y[1:], y[:1]], axis=0)
+            elif op == "roll1":
+                k = m // 3 or 1
+                y = jnp.concatenate([y[:, k:], y[:, :k] * 0.5], axis=1)
+            elif op == "pad":
+                y = slicing.pad(y, 0.25, ((1, 1, 0), (2, 2, 1)))[1:-1, 2:-2:2]
+            elif op == "gather":  # repeats, and -1 / n + 3 clamped
+                idx = np.array([(3 * i + 1) % n for i in range(n - 2)] + [-1, n + 3], np.int32)
+                y = indexing.gather(y, idx[:, None], (0,))
+            elif op == "cumsum":
+                y = scan.cumsum(y, 1, reverse=n % 2 == 0) * 0.2
+            elif op == "argmax":
+                hot = jnp.argmax(y, axis=-1)[:, None] == jnp.arange(m)
+                y = y + hot.astype(jnp.float32)
+            elif op == "tanh":
+                y = jnp.tanh(y)
+            elif op == "sum_keep":
+                y = y - jnp.sum(y, axis=-1, keepdims=True) / m
+            elif op == "T":
+                y = y.T
+        return jnp.sum(y * y)
+
+    p = run_passes(nova.make_program(nova.value_and_grad(f))(x))
+    assert "host:" not in fuse(p).as_text()
+    for g, w in zip(compile_program(p)([x]), run_program(p, [x]), strict=True):
+        # float32 sums in another order: errors scale with the largest magnitude involved.
+        assert_close(g, w, rtol=2e-4, atol=2e-4 * max(1.0, float(np.abs(w).max())))
+
+
+def test_row_values_are_never_read_at_another_row():
+    # rev/slice/pad of a value computed from per-row sums would need other rows' sums: the
+    # reduction stays in its own kernel.
+    x = _rng(27).standard_normal((4, 8)).astype(np.float32)
+    _compiled(lambda x: jnp.flip(x - jnp.sum(x, -1, keepdims=True), 0) * 2.0, x)
+    _compiled(lambda x: jnp.sum(jnp.concatenate([x[1:], x[:1]]) ** 2), x, grad=True)
+
+
+def test_small_constants_are_globals_large_ones_host_buffers():
+    x = _rng(28).standard_normal((64, 80)).astype(np.float32)
+    small = np.arange(80, dtype=np.float32)
+    fp, _ = _compiled(lambda x: x * small, x)
+    assert _kinds(fp) == ["loop"]
+    big = np.linspace(0, 1, 64 * 80, dtype=np.float32).reshape(64, 80)
+    fp, _ = _compiled(lambda x: x * big, x)
+    assert "host:constant" in fp.as_text()

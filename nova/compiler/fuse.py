@@ -24,8 +24,10 @@ from nova.compiler.kernel import FusedProgram, Kernel
 from nova.core.ir import Eqn, Program
 from nova.core.primitive import FusionKind, IndexMap, Reduction
 
-# Above this many elements a constant is a kernel input buffer rather than inlined.
-_INLINE_CONSTANT = 1
+# Up to this many elements a constant is recomputed in every kernel that reads it: one element
+# as an immediate, more as a read-only global holding its data (loop kernels). Larger constants
+# stay `host:constant` buffers: their bytes would bloat the kernel text and its cache key.
+_INLINE_CONSTANT = 4096
 # An elementwise value read by more kernels than this is stored once instead of recomputed.
 _MAX_CLONES = 3
 # Movement whose element comes from one of several sources (operands, padding value) or from a
@@ -77,7 +79,8 @@ def _loop_class(e: Eqn) -> str | None:
     """'elementwise', 'movement' or 'reduction' if the equation can live in a loop kernel."""
     p = e.prim
     if p.name == "constant":
-        return None
+        # Read at an index from a global (a movement with no input); too large: host buffer.
+        return "movement" if e.outputs[0].type.size <= _INLINE_CONSTANT else None
     if p.fusion is FusionKind.ELEMENTWISE and not isinstance(p.kernel, IndexMap):
         return "elementwise"  # several results (threefry2x32) are all computed at one index
     if isinstance(p.kernel, IndexMap) or p.name in _INLINE_TEMPLATES:
@@ -105,9 +108,9 @@ def _row_aligned(var, group_eqns: set, consumers: dict, eqns: list, in_shape, ax
             dims = c.params["broadcast_dimensions"]
             if out.type.shape != tuple(in_shape):
                 return False
-            if var.type.shape == _kept(in_shape, axes) and dims == kept_dims:
-                continue
-            if var.type.shape == keepdims_shape and dims == tuple(range(len(in_shape))):
+            aligned = (var.type.shape == _kept(in_shape, axes) and dims == kept_dims) or (
+                var.type.shape == keepdims_shape and dims == tuple(range(len(in_shape))))
+            if aligned and _full_aligned(out, group_eqns, consumers, eqns, in_shape):
                 continue
             return False
         if name == "reshape" and out.type.shape in (keepdims_shape, _kept(in_shape, axes)):
@@ -120,6 +123,24 @@ def _row_aligned(var, group_eqns: set, consumers: dict, eqns: list, in_shape, ax
                 return False
             continue
         return False
+    return True
+
+
+def _full_aligned(var, group_eqns: set, consumers: dict, eqns: list, shape) -> bool:
+    """A full-shape value computed from per-row values is read inside the group only at its own
+    index: by elementwise equations (recursively) or by reductions, which read it at the same
+    (row, position) in their phase; a movement (rev, slice, pad, ...) would need another row's
+    per-row values."""
+    for ci in consumers.get(id(var), []):
+        if ci not in group_eqns:
+            continue
+        c = eqns[ci]
+        if is_reduction(c):
+            continue
+        if _loop_class(c) != "elementwise" or c.outputs[0].type.shape != tuple(shape):
+            return False
+        if not all(_full_aligned(o, group_eqns, consumers, eqns, shape) for o in c.outputs):
+            return False
     return True
 
 

@@ -212,6 +212,8 @@ class LoopKernelEmitter:
         self.out_args = [(f"%out{n}", v) for n, v in enumerate(self.prog.outputs)]
         self.memo: list[dict] = [{}]
         self.row_vals: dict[int, Value] = {}
+        self.globals: list[str] = []  # module-level constant data, emitted before the function
+        self._global_names: dict[int, str] = {}
         self.vec_iv: str | None = None
         self.phase_count = 0
 
@@ -265,9 +267,12 @@ class LoopKernelEmitter:
             b.lines, b.indent = [], indent + 2
             self.memo.append({})
             b.forget_constants()
-            sides.append([b.lines, fn()])
-            self.memo.pop()
-            b.forget_constants()
+            try:
+                sides.append([b.lines, fn()])
+            finally:  # also when _NoVector unwinds to a scalar retry
+                self.memo.pop()
+                b.forget_constants()
+                b.lines, b.indent = outer, indent
         width = max(v.width for _, v in sides)
         for side in sides:
             lines, v = side
@@ -355,8 +360,11 @@ class LoopKernelEmitter:
         b = self.b
         p = e.prim
         if p.name == "constant":
-            val = np.asarray(e.params["value"]).reshape(-1)[0]
-            return b.const(val.item() if hasattr(val, "item") else val, v.type.dtype)
+            data = np.asarray(e.params["value"])
+            if data.size == 1:
+                val = data.reshape(-1)[0]
+                return b.const(val.item() if hasattr(val, "item") else val, v.type.dtype)
+            return self._global_load(v, data, idx)
         if p.name == "reshape":
             src = e.inputs[0]
             return self.value(src, _reshape_map(b, idx, src.type.shape, v.type.shape))
@@ -392,6 +400,29 @@ class LoopKernelEmitter:
                 self.memo[-1][self._key(o, idx)] = r
             return res[[id(o) for o in e.outputs].index(id(v))]
         raise AssertionError(f"loop kernel {self.name}: cannot compute nova.{p.name} at an index")
+
+    # --- constants with data ------------------------------------------------------------------
+    def _global_load(self, v, data, idx) -> Value:
+        """A load of a constant's element from a read-only `memref.global` holding its bytes."""
+        if not hasattr(self, "globals"):
+            raise _NoVector()  # a matmul epilogue emits no module-level ops: use a loop kernel
+        t = v.type
+        name = self._global_names.get(id(v))
+        if name is None:
+            name = f"{self.name}_c{len(self.globals)}"
+            self._global_names[id(v)] = name
+            raw = np.ascontiguousarray(data, dtype=t.dtype)
+            if t.dtype == dtypes.bool_:
+                raw = raw.astype(np.uint8)
+            # The hex form carries the exact bytes of any dtype (NaN payloads, bf16 bits).
+            self.globals.append(f'  memref.global "private" constant @{name} : {memref_type(t)} '
+                                f'= dense<"0x{raw.tobytes().hex().upper()}">')
+        ref = self.b.op(f"memref.get_global @{name} : {memref_type(t)}", "index", 0)
+        self.arg[id(v)] = (ref.name, t)
+        try:
+            return self._load(v, idx)
+        finally:
+            del self.arg[id(v)]
 
     # --- movement with several sources, gather ----------------------------------------------
     def _concatenate(self, e, idx) -> Value:
@@ -589,7 +620,7 @@ class LoopKernelEmitter:
             self._end()
             if n == len(kept) - 1 and threads > 1:
                 self._close_parallel()
-        return "\n".join([self._signature()] + b.lines + ["    return", "  }"])
+        return "\n".join(self.globals + [self._signature()] + b.lines + ["    return", "  }"])
 
     def _parallel_for(self, iv: str, n: int, step: int, threads: int):
         """The outermost loop split into one contiguous chunk per OpenMP thread (the kernel stays

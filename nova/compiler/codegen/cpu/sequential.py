@@ -55,12 +55,13 @@ class _SequentialEmitter(LoopKernelEmitter):
         """Emits phase(width) with the vector width, or with scalars when an access along the
         vector axis is not contiguous (the partial vector attempt is discarded)."""
         b = self.b
-        mark, indent, depth = len(b.lines), b.indent, len(self.memo)
+        lines, mark, indent, depth = b.lines, len(b.lines), b.indent, len(self.memo)
         if self.width:
             try:
                 phase(self.width)
                 return
             except _NoVector:
+                b.lines = lines
                 del b.lines[mark:]
                 b.indent = indent
                 del self.memo[depth:]
@@ -125,7 +126,7 @@ class _SequentialEmitter(LoopKernelEmitter):
         return val
 
     def _text(self) -> str:
-        return "\n".join([self._signature()] + self.b.lines + ["    return", "  }"])
+        return "\n".join(self.globals + [self._signature()] + self.b.lines + ["    return", "  }"])
 
 
 class ScatterEmitter(_SequentialEmitter):

@@ -78,7 +78,8 @@ def test_concatenate_bool_and_int_operands():
     fp, (out,) = _compiled(lambda a, b: jnp.logical_not(jnp.concatenate([a, b], axis=0)), a, b)
     assert _kinds(fp) == ["loop"]
     np.testing.assert_array_equal(out, ~np.concatenate([a, b]))
-    i, j = rng.integers(-9, 9, (4, 8)).astype(np.int32), rng.integers(-9, 9, (4, 24)).astype(np.int32)
+    i = rng.integers(-9, 9, (4, 8)).astype(np.int32)
+    j = rng.integers(-9, 9, (4, 24)).astype(np.int32)
     fp, (out,) = _compiled(lambda i, j: jnp.concatenate([i, j], axis=1) + 1, i, j)
     assert _kinds(fp) == ["loop"]
     np.testing.assert_array_equal(out, np.concatenate([i, j], axis=1) + 1)
@@ -86,7 +87,8 @@ def test_concatenate_bool_and_int_operands():
 
 def test_concatenate_inside_a_softmax_row_kernel():
     rng = _rng(2)
-    a, b = rng.standard_normal((4, 32)).astype(np.float32), rng.standard_normal((4, 16)).astype(np.float32)
+    a = rng.standard_normal((4, 32)).astype(np.float32)
+    b = rng.standard_normal((4, 16)).astype(np.float32)
 
     def f(a, b):
         x = jnp.concatenate([a, b], axis=1)
@@ -99,7 +101,8 @@ def test_concatenate_inside_a_softmax_row_kernel():
 
 def test_concatenate_gradient_has_no_host_kernels():
     rng = _rng(3)
-    a, b = rng.standard_normal((3, 8)).astype(np.float32), rng.standard_normal((5, 8)).astype(np.float32)
+    a = rng.standard_normal((3, 8)).astype(np.float32)
+    b = rng.standard_normal((5, 8)).astype(np.float32)
     fp, _ = _compiled(lambda a, b: jnp.sum(jnp.tanh(jnp.concatenate([a, b])) ** 2), a, b, grad=True)
     assert "host:" not in fp.as_text()
 
@@ -432,7 +435,7 @@ def test_matmul_epilogue_never_reads_other_elements_of_the_result(move):
     assert "host:" not in fp.as_text()
 
 
-# --- random programs mixing the templates ----------------------------------------------------------
+# --- random programs mixing the templates --------------------------------------------------------
 
 
 @settings(max_examples=25, deadline=None)

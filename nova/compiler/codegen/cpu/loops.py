@@ -9,6 +9,12 @@ its use (so broadcasts, transposes and reshapes cost no copy), an elementwise op
 primitive's scalar body. When the innermost loop runs over the last axis of S and every access
 along it is contiguous or invariant, the kernel is vectorized with vector<Wx...> values (explicit
 vectors, since LLVM's auto-vectorizer only emits 256-bit code here; MLIR_NOTES.md §1).
+
+Movement with several sources is evaluated at an index too: concatenate and pad choose their
+source with `scf.if` on the index (only the chosen side loads, so no index is clamped; a vector
+chunk stays vectorized when every boundary falls between chunks), gather loads its coordinates
+from the index array, clamps them and reads the operand there. argmax/argmin are reductions that
+carry a (value, position) pair. Constants with data are read from module-level globals.
 """
 
 from __future__ import annotations
@@ -185,6 +191,8 @@ _HORIZONTAL = {"reduce_sum": ("add", "add"), "reduce_max": ("maximumf", "maxsi")
                "reduce_min": ("minimumf", "minsi"), "reduce_prod": ("mul", "mul")}
 # The position's type inside the kernel (axis sizes are far below 2**31); cast on output.
 _POS = dtypes.int32
+
+
 def _extreme(dtype, lowest: bool):
     """The start value of an arg-reduction: the lowest (argmax) or highest (argmin) value."""
     d = np.dtype(dtype)
@@ -196,6 +204,9 @@ def _extreme(dtype, lowest: bool):
 
 
 class LoopKernelEmitter:
+    """Emits one loop kernel; `value(var, idx)` gives a kernel value at an index (scalar, or a
+    vector of W consecutive elements along the last axis when `vec_iv` runs there)."""
+
     def __init__(self, name: str, kernel: Kernel, width: int, threads: int = 1):
         self.threads = threads
         self.name = name
@@ -441,7 +452,11 @@ class LoopKernelEmitter:
 
         def piece(k):
             lo, hi, u = pieces[k]
-            at = lambda: self.value(u, idx[:d] + (b.add(o, b.const(-lo, "index")),) + idx[d + 1:])  # noqa: E731
+
+            def at(u=u, lo=lo):
+                shifted = b.add(o, b.const(-lo, "index"))  # the position inside operand u
+                return self.value(u, idx[:d] + (shifted,) + idx[d + 1:])
+
             if k == len(pieces) - 1:
                 return at()
             cond = self._index_cmp("lt", o, hi)

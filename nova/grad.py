@@ -19,7 +19,7 @@ from nova.core import dtypes
 from nova.core.array import Array
 from nova.core.ir import TensorType, Var
 from nova.core.pytree import tree_flatten, tree_unflatten
-from nova.core.source_info import short, user_frame_line
+from nova.core.source_info import attributed_to, short, user_frame_line
 from nova.core.trace import Trace, Tracer, current_trace, trace_context
 from nova.ops import lax
 
@@ -113,7 +113,8 @@ def backward_pass(trace: Trace, start: int, end: int, wrt: list[Var], outs: list
             else:
                 ct, out = cts[0], out_tr[0]
             primals = [trace.tracer_of(v) for v in e.inputs]
-            cts_in = e.prim.vjp(ct, *primals, out=out, **e.params)
+            with attributed_to(e.source):
+                cts_in = e.prim.vjp(ct, *primals, out=out, **e.params)
             for v, c in zip(e.inputs, cts_in, strict=True):
                 if c is not None and id(v) in active:
                     _accumulate(env, v, c)
@@ -153,11 +154,12 @@ def forward_pass(trace: Trace, start: int, end: int, wrt: list[Var], tangents: l
             primals = [trace.tracer_of(v) for v in e.inputs]
             ts = [tan.get(id(v)) if id(v) in tan else _zeros_like(p) for v, p in zip(e.inputs, primals, strict=True)]
             out_tr = [trace.tracer_of(v) for v in e.outputs]
-            if e.prim.jvp is not None:
-                out = tuple(out_tr) if e.prim.multiple_results else out_tr[0]
-                t_out = e.prim.jvp(ts, *primals, out=out, **e.params)
-            else:
-                t_out = _jvp_via_vjp(trace, e, primals, ts)
+            with attributed_to(e.source):
+                if e.prim.jvp is not None:
+                    out = tuple(out_tr) if e.prim.multiple_results else out_tr[0]
+                    t_out = e.prim.jvp(ts, *primals, out=out, **e.params)
+                else:
+                    t_out = _jvp_via_vjp(trace, e, primals, ts)
             t_out = list(t_out) if e.prim.multiple_results else [t_out]
             for v, t in zip(e.outputs, t_out, strict=True):
                 if dtypes.is_float(v.type.dtype):

@@ -121,3 +121,19 @@ def test_parse_errors_name_the_line():
 def test_program_count_helper():
     p = nova.make_program(lambda x: jnp.sum(jnp.exp(x) * jnp.exp(x)))(np.ones(3, np.float32))
     assert p.count("exp") == 2 and p.count("reduce_sum") == 1
+
+
+def test_backward_equations_carry_the_forward_line():
+    def loss(x):
+        y = jnp.exp(x)  # the forward line of exp
+        return jnp.sum(y * y)
+
+    p = nova.make_program(nova.grad(loss))(np.ones(3, np.float32))
+    import inspect
+
+    exp_line = inspect.getsource(loss).splitlines()[1]
+    assert "jnp.exp" in exp_line
+    (fwd,) = [e for e in p.eqns if e.prim.name == "exp"]
+    # the backward of exp multiplies by exp(x): its equations carry exp's forward line
+    muls = [e for e in p.eqns if e.prim.name == "mul" and e.source == fwd.source]
+    assert muls, [(e.prim.name, e.source) for e in p.eqns]

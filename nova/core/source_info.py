@@ -6,8 +6,28 @@ import sys
 _NOVA_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+_override: list = []  # a stack of source lines that replace the caller's (see `attributed_to`)
+
+
+class attributed_to:
+    """`with attributed_to(src):` equations recorded inside carry `src` as their user line (the
+    backward equations of a VJP rule carry the line of the forward equation they differentiate)."""
+
+    def __init__(self, source: str | None):
+        self.source = source
+
+    def __enter__(self):
+        _override.append(self.source)
+
+    def __exit__(self, *exc):
+        _override.pop()
+        return False
+
+
 def user_frame_line() -> str | None:
     """'file.py:LINE' of the innermost caller outside nova/, or None."""
+    if _override and _override[-1] is not None:
+        return _override[-1]
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename

@@ -34,7 +34,7 @@ from nova.numpy_impl.ufuncs import abs, round  # noqa: F401,A004
 from nova.numpy_impl.util import asarray  # noqa: F401
 
 # The optional families (filled in by their own modules when present).
-for _mod in ("indexing", "joining", "sorting", "scans", "contractions", "ranges"):
+for _mod in ("indexing", "joining", "sorting", "scans", "contractions", "ranges", "misc"):
     try:
         _m = __import__(f"nova.numpy_impl.{_mod}", fromlist=["*"])
     except ModuleNotFoundError as _e:
@@ -108,14 +108,16 @@ def _attach_methods():
         "__add__": "add", "__sub__": "subtract", "__mul__": "multiply",
         "__truediv__": "true_divide", "__floordiv__": "floor_divide", "__mod__": "mod",
         "__pow__": "power", "__matmul__": "matmul", "__and__": "bitwise_and",
-        "__or__": "bitwise_or", "__xor__": "bitwise_xor", "__lt__": "less",
+        "__or__": "bitwise_or", "__xor__": "bitwise_xor", "__lshift__": "left_shift",
+        "__rshift__": "right_shift", "__lt__": "less",
         "__le__": "less_equal", "__gt__": "greater", "__ge__": "greater_equal",
         "__eq__": "equal", "__ne__": "not_equal",
     }
     for dunder, fname in ops.items():
         setattr(Array, dunder, _g(fname))
     for dunder in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__",
-                   "__pow__", "__matmul__", "__and__", "__or__", "__xor__"):
+                   "__pow__", "__matmul__", "__and__", "__or__", "__xor__", "__lshift__",
+                   "__rshift__"):
         setattr(Array, "__r" + dunder[2:], _swap(ops[dunder]))
     Array.__neg__ = _g("negative")
     Array.__pos__ = _g("positive")

@@ -295,3 +295,41 @@ def test_hypothesis_broadcast_gradients(shapes):
     assert ga.shape == a.shape and gb.shape == b.shape
     assert_close(ga, unbroadcast(np.broadcast_to(b, full), a.shape).reshape(a.shape))
     assert_close(gb, unbroadcast(np.broadcast_to(a, full), b.shape).reshape(b.shape))
+
+
+@pytest.mark.parametrize("k", [0, 1, -2, 5])
+def test_diag_diagonal_trace(k):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    v = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(jnp.diag(x, k), np.diag(x, k))
+    np.testing.assert_array_equal(jnp.diag(v, k), np.diag(v, k))
+    assert_close(jnp.trace(x, k), np.trace(x, k))
+    y = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(jnp.diagonal(y, k, 1, 2), np.diagonal(y, k, 1, 2))
+    g = nova.grad(lambda x: jnp.trace(x * x))(x)
+    assert_close(g, 2 * x * np.eye(3, 4))
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_meshgrid(indexing, sparse):
+    a, b, c = np.arange(3.0), np.arange(2.0), np.arange(4.0)
+    for got, want in zip(jnp.meshgrid(a, b, c, indexing=indexing, sparse=sparse),
+                         np.meshgrid(a, b, c, indexing=indexing, sparse=sparse), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_nan_to_num_and_shifts():
+    z = np.array([np.nan, np.inf, -np.inf, 1.5], np.float32)
+    np.testing.assert_array_equal(jnp.nan_to_num(z), np.nan_to_num(z))
+    np.testing.assert_array_equal(jnp.nan_to_num(z, nan=1, posinf=2, neginf=3),
+                                  np.nan_to_num(z, nan=1, posinf=2, neginf=3))
+    i = np.array([-8, 5, 1, 7, -1], np.int32)
+    s = np.array([1, 2, 3, 31, 4], np.int32)
+    np.testing.assert_array_equal(jnp.left_shift(i, s), np.left_shift(i, s))
+    np.testing.assert_array_equal(jnp.right_shift(i, s), np.right_shift(i, s))
+    np.testing.assert_array_equal(jnp.asarray(i) << 2, i << 2)
+    u = np.array([200, 3, 255], np.uint8)
+    np.testing.assert_array_equal(jnp.asarray(u) >> 3, u >> 3)
+    with pytest.raises(TypeError, match="integer"):
+        jnp.left_shift(np.ones(2, np.float32), 1)

@@ -76,6 +76,10 @@ class _NumpyBuilder:
             "logistic": lambda x: 0.5 * (np.tanh(0.5 * x) + 1),
             "erf": np.frompyfunc(__import__("math").erf, 1, 1),
             "not_": lambda x: ~x,
+            "shl": lambda a, b: PRIMS["shift_left"].impl(np.asarray(a), np.asarray(b)),
+            "shr": lambda a, b, arithmetic: PRIMS["shift_right_arithmetic" if arithmetic
+                                                  else "shift_right_logical"].impl(
+                np.asarray(a), np.asarray(b)),
             "cast": lambda x, d: x.astype(d),
             "cmp": lambda pred, a, b: getattr(np, {"eq": "equal", "ne": "not_equal", "lt": "less",
                                                    "le": "less_equal", "gt": "greater",

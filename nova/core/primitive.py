@@ -46,6 +46,7 @@ class Cost:
 # protocol (names follow MLIR's arith/math ops, typed generically): add, sub, mul, div, rem, neg,
 # max, min, exp, exp2, log, log1p, expm1, tanh, sin, cos, tan, atan, atan2, sqrt, rsqrt, abs,
 # floor, ceil, round, pow, sign, cmp(pred, a, b), select(c, a, b), and_, or_, not_, xor,
+# shl(a, b), shr(a, b, arithmetic),
 # cast(x, dtype), const(value, dtype) (dtype None: the operands' element type; "index" for
 # index arithmetic in IndexMap hooks), isnan, isinf.
 

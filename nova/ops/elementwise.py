@@ -324,6 +324,47 @@ def _logic_rule(name):
     return rule
 
 
+def _np_shift(kind):
+    def impl(x, y):
+        bits = x.dtype.itemsize * 8
+        big = (y < 0) | (y >= bits)
+        safe = np.where(big, 0, y).astype(x.dtype)
+        if kind == "left":
+            r = np.left_shift(x, safe)
+            fill = np.zeros_like(x)
+        elif kind == "right_arithmetic":
+            r = np.right_shift(x, safe)
+            fill = np.where(x < 0, -1, 0).astype(x.dtype) if np.issubdtype(x.dtype, np.signedinteger) else np.zeros_like(x)
+        else:
+            u = x.view(np.dtype(f"uint{bits}"))
+            r = np.right_shift(u, safe.view(u.dtype)).view(x.dtype)
+            fill = np.zeros_like(x)
+        # Shift amounts outside [0, bits) are defined (as XLA does): zeros, or the sign fill.
+        return np.where(big, fill, r).astype(x.dtype)
+
+    return impl
+
+
+def _shift_rule(name):
+    base = _same_shape_dtype(name)
+
+    def rule(x, y):
+        if not dtypes.is_int(x.dtype):
+            raise TypeError(f"{name} needs integer operands, got {x.dtype}")
+        return base(x, y)
+
+    return rule
+
+
+shift_left_p = _nondiff("shift_left", _np_shift("left"), _shift_rule("shift_left"),
+                        lambda b, x, y: b.shl(x, y), 2)
+shift_right_arithmetic_p = _nondiff(
+    "shift_right_arithmetic", _np_shift("right_arithmetic"), _shift_rule("shift_right_arithmetic"),
+    lambda b, x, y: b.shr(x, y, arithmetic=True), 2)
+shift_right_logical_p = _nondiff(
+    "shift_right_logical", _np_shift("right_logical"), _shift_rule("shift_right_logical"),
+    lambda b, x, y: b.shr(x, y, arithmetic=False), 2)
+
 and_p = _nondiff("and", lambda x, y: x & y, _logic_rule("and"), lambda b, x, y: b.and_(x, y), 2)
 or_p = _nondiff("or", lambda x, y: x | y, _logic_rule("or"), lambda b, x, y: b.or_(x, y), 2)
 xor_p = _nondiff("xor", lambda x, y: x ^ y, _logic_rule("xor"), lambda b, x, y: b.xor(x, y), 2)
@@ -448,6 +489,9 @@ bitwise_and = and_p.bind
 bitwise_or = or_p.bind
 bitwise_xor = xor_p.bind
 select = select_p.bind
+shift_left = shift_left_p.bind
+shift_right_arithmetic = shift_right_arithmetic_p.bind
+shift_right_logical = shift_right_logical_p.bind
 
 
 def convert_element_type(x, new_dtype):

@@ -87,6 +87,12 @@ EXAMPLES = {
     "or": [_bools],
     "xor": [_bools],
     "select": [_select],
+    "shift_left": [lambda rng: ([rng.integers(-50, 50, (3, 4)).astype(np.int32),
+                                 rng.integers(-2, 40, (3, 4)).astype(np.int32)], {})],
+    "shift_right_arithmetic": [lambda rng: ([rng.integers(-50, 50, (3, 4)).astype(np.int32),
+                                             rng.integers(-2, 40, (3, 4)).astype(np.int32)], {})],
+    "shift_right_logical": [lambda rng: ([rng.integers(-50, 50, (3, 4)).astype(np.int64),
+                                          rng.integers(-2, 70, (3, 4)).astype(np.int64)], {})],
     "convert_element_type": [
         # float32 -> float64 keeps finite differences exact; narrowing is checked by the sweep.
         lambda rng: ([rng.standard_normal((3, 4)).astype(np.float32).astype(np.float64)],

@@ -442,6 +442,26 @@ class Builder:
     def xor(self, a, b):
         return self._int_op("arith.xori", a, b)
 
+    def _shift(self, opname, a, b, fill):
+        """Shift with amounts outside [0, bits) defined (LLVM leaves them poison)."""
+        a, b = self._coerce(a, b)
+        bits = {"i8": 8, "i32": 32, "i64": 64}[a.elem]
+        out_of_range = self.or_(self.cmp("lt", b, self.const(0, b.dtype, b.width)) if not b.unsigned
+                                else self.const(False, dtypes.bool_, b.width),
+                                self.cmp("ge", b, self.const(bits, b.dtype, b.width)))
+        raw = self._int_op(opname, a, self.select(out_of_range, self.const(0, b.dtype, b.width), b))
+        return self.select(out_of_range, fill, raw)
+
+    def shl(self, a, b):
+        return self._shift("arith.shli", a, b, self.const(0, a.dtype, a.width))
+
+    def shr(self, a, b, arithmetic=True):
+        zero = self.const(0, a.dtype, a.width)
+        if arithmetic and not a.unsigned:
+            fill = self.select(self.cmp("lt", a, zero), self.const(-1, a.dtype, a.width), zero)
+            return self._shift("arith.shrsi", a, b, fill)
+        return self._shift("arith.shrui", a, b, zero)
+
     def not_(self, a):
         ones = self.const(True if a.elem == "i1" else -1, a.dtype, a.width)
         return self._int_op("arith.xori", a, ones)

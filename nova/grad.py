@@ -98,6 +98,14 @@ def backward_pass(trace: Trace, start: int, end: int, wrt: list[Var], outs: list
             relevant.append(e)
             active.update(id(o) for o in e.outputs if dtypes.is_float(o.type.dtype))
     env: dict[int, object] = {}
+    prev_stage, trace.stage = trace.stage, "bwd"
+    try:
+        return _backward_walk(trace, relevant, active, env, wrt, outs, out_cts)
+    finally:
+        trace.stage = prev_stage
+
+
+def _backward_walk(trace, relevant, active, env, wrt, outs, out_cts):
     with trace_context(trace):
         for o, ct in zip(outs, out_cts, strict=True):
             if ct is not None and id(o) in active:

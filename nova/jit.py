@@ -223,9 +223,10 @@ class Compiled:
         """Bytes of arguments, outputs, intermediates and the peak live bytes (in bytes)."""
         custom = getattr(self._exe, "memory_analysis", None)
         if callable(custom):
-            return custom()
+            return {**custom(), "saved_for_backward_bytes": self.program.saved_for_backward_bytes()}
         peak, temps = _peak_bytes(self.program)
         return {
+            "saved_for_backward_bytes": self.program.saved_for_backward_bytes(),
             "argument_bytes": sum(v.type.nbytes for v in self.program.inputs),
             "output_bytes": sum(v.type.nbytes for v in self.program.outputs),
             "temp_bytes": temps,

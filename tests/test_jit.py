@@ -151,3 +151,18 @@ def test_debug_nans_names_the_primitive_and_line(backend):
     finally:
         nova.config.update("debug_nans", False)
         nova.config.update("backend", "interpreter")
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "compiled"])
+def test_memory_analysis_reports_bytes_saved_for_backward(backend):
+    nova.config.update("backend", backend)
+
+    def loss(w, x):
+        h = jnp.tanh(x @ w)  # the backward of tanh needs h (32 x 16 float32 = 2048 bytes)
+        return jnp.sum(h * h)
+
+    w, x = np.ones((8, 16), np.float32) * 0.1, np.ones((32, 8), np.float32)
+    mem = nova.jit(nova.value_and_grad(loss)).lower(w, x).compile().memory_analysis()
+    assert 2048 <= mem["saved_for_backward_bytes"] <= 4 * 2048
+    fwd_only = nova.jit(loss).lower(w, x).compile().memory_analysis()
+    assert fwd_only["saved_for_backward_bytes"] == 0

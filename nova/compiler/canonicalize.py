@@ -23,6 +23,7 @@ _FOLD_LIMIT = 64  # elements: folding must not turn a cheap broadcast into a big
 def canonicalize(program: Program) -> Program:
     rw = Rewriter(program)
     for e in program.eqns:
+        rw.stage = e.stage
         ins = [rw.get(v) for v in e.inputs]
         name = e.prim.name
         if name == "copy":

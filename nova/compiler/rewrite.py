@@ -24,6 +24,7 @@ class Rewriter:
             self.env[id(v)] = v
             self.inputs.append(v)
         self.producer: dict[int, Eqn] = {}
+        self.stage = "fwd"  # the stage new equations get: passes set it to the rewritten one's
 
     def get(self, v: Var) -> Var:
         return self.env.get(id(v), v)
@@ -37,7 +38,7 @@ class Rewriter:
         if all(a is b for a, b in zip(ins, e.inputs, strict=True)):
             ne = e
         else:
-            ne = Eqn(e.prim, ins, e.params, e.outputs, e.source)
+            ne = Eqn(e.prim, ins, e.params, e.outputs, e.source, e.stage)
         self.eqns.append(ne)
         for o in ne.outputs:
             self.producer[id(o)] = ne
@@ -49,7 +50,7 @@ class Rewriter:
         types = prim.abstract_eval([v.type for v in inputs], **params)
         types = list(types) if prim.multiple_results else [types]
         outs = [Var(t) for t in types]
-        e = Eqn(prim, list(inputs), params, outs, source)
+        e = Eqn(prim, list(inputs), params, outs, source, self.stage)
         self.eqns.append(e)
         for o in outs:
             self.producer[id(o)] = e

@@ -22,6 +22,7 @@ _ZERO_PRESERVING = {"neg", "broadcast_in_dim", "reshape", "transpose", "reduce_s
 def simplify(program: Program) -> Program:
     rw = Rewriter(program)
     for e in program.eqns:
+        rw.stage = e.stage
         ins = [rw.get(v) for v in e.inputs]
         name = e.prim.name
         out = e.outputs[0] if e.outputs else None

@@ -75,6 +75,7 @@ class Eqn:
     params: dict
     outputs: list
     source: str | None = None
+    stage: str = "fwd"  # "bwd" for equations that reverse mode appended (not printed or hashed)
 
 
 @dataclass
@@ -98,6 +99,12 @@ class Program:
 
     def verify(self) -> None:
         verify_program(self)
+
+    def saved_for_backward_bytes(self) -> int:
+        """Bytes of values computed by forward equations and read by backward ones."""
+        fwd = {id(o): o for e in self.eqns if e.stage == "fwd" for o in e.outputs}
+        used = {id(v) for e in self.eqns if e.stage == "bwd" for v in e.inputs}
+        return sum(v.type.nbytes for k, v in fwd.items() if k in used)
 
     def count(self, name: str) -> int:
         """How many equations apply the primitive called `name`."""

@@ -112,6 +112,7 @@ class Trace:
         self.eqns: list[Eqn] = []
         self.tracers: dict[int, Tracer] = {}  # id(var) -> the tracer standing for it
         self.active = True
+        self.stage = "fwd"  # reverse mode records its equations as "bwd"
         self._const_cache: dict[int, Tracer] = {}
 
     # --- values entering the trace ----------------------------------------------------------
@@ -164,7 +165,7 @@ class Trace:
         if self.concrete:
             vals = evaluate(prim, [t._val for t in ins], params, out_types)
         args = frozenset().union(*(t._args for t in ins)) if ins else frozenset()
-        self.eqns.append(Eqn(prim, [t._var for t in ins], params, outs, source))
+        self.eqns.append(Eqn(prim, [t._var for t in ins], params, outs, source, self.stage))
         return [self._make(v, val, source, args) for v, val in zip(outs, vals, strict=True)]
 
     def to_program(self, outputs: list) -> Program:

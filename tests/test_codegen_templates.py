@@ -20,6 +20,7 @@ from nova.compiler.pipeline import run_passes
 from nova.core import dtypes
 from nova.core.interpreter import run_program
 from nova.ops import indexing, reduction, scan, slicing
+from nova.ops.sort import sort_p
 from tests.helpers import assert_close
 
 
@@ -498,3 +499,45 @@ def test_small_constants_are_globals_large_ones_host_buffers():
     big = np.linspace(0, 1, 64 * 80, dtype=np.float32).reshape(64, 80)
     fp, _ = _compiled(lambda x: x * big, x)
     assert "host:constant" in fp.as_text()
+
+
+# --- sort -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 16, 33])
+@pytest.mark.parametrize("dimension", [0, 1])
+def test_sort_is_stable_with_numpy_nan_order(n, dimension):
+    rng = _rng(29)
+    x = rng.integers(-3, 3, (n, n + 2) if dimension == 0 else (4, n)).astype(np.float32)
+    x.reshape(-1)[::5] = np.nan  # NaNs last
+    x.reshape(-1)[1::7] = -0.0  # equal to 0.0: ties keep their order
+    pos = np.broadcast_to(np.arange(x.shape[dimension], dtype=np.int32).reshape(
+        (-1, 1) if dimension == 0 else (1, -1)), x.shape).copy()
+    fp, (keys, perm) = _compiled(
+        lambda x, p: tuple(sort_p.bind(x, p, dimension=dimension, num_keys=1)), x, pos)
+    assert _kinds(fp) == ["sort"]
+    want = np.argsort(x, axis=dimension, kind="stable").astype(np.int32)
+    np.testing.assert_array_equal(perm, want)
+
+
+def test_sort_two_keys_int_bool_half_and_argsort():
+    rng = _rng(30)
+    k1 = rng.integers(0, 3, (5, 40)).astype(np.int32)
+    k2 = rng.standard_normal((5, 40)).astype(np.float16)
+    v = rng.standard_normal((5, 40)) > 0
+    fp, outs = _compiled(lambda a, b, c: tuple(sort_p.bind(a, b, c, dimension=1, num_keys=2)),
+                         k1, k2, v)
+    assert _kinds(fp) == ["sort"]
+    fp, (idx,) = _compiled(lambda x: (jnp.argsort(x, axis=-1),), k2.astype(np.float32))
+    assert "host:" not in fp.as_text()
+    np.testing.assert_array_equal(idx, np.argsort(k2.astype(np.float32), -1, kind="stable"))
+
+
+def test_sort_gradient_and_large_threaded_sort():
+    rng = _rng(31)
+    x = rng.standard_normal((8, 24)).astype(np.float32)
+    fp, _ = _compiled(lambda x: jnp.sum(jnp.sort(x, axis=1)[:, :5] ** 2), x, grad=True)
+    assert "host:" not in fp.as_text()
+    big = rng.standard_normal((64, 1500)).astype(np.float32)
+    _, (out,) = _compiled(lambda x: jnp.sort(x * 2.0, axis=1), big)
+    np.testing.assert_array_equal(out, np.sort(big * 2.0, axis=1))

@@ -133,7 +133,7 @@ def _lower(k: Kernel) -> list:
             return out
         gk = _contraction_as_loop(k)
         return [(gk, gk.name, emit_loop_kernel(gk.name, gk))]
-    if k.kind in ("scatter", "scan"):
+    if k.kind in ("scatter", "scan", "sort"):
         return [(k, k.name, emit_sequential_kernel(k.name, k))]
     return [(k, k.name, emit_loop_kernel(k.name, k))]
 

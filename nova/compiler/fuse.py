@@ -7,9 +7,9 @@ one shape S; its reductions (if any) all reduce the same axes A of S, and its ou
 (full) or S without A (one value per row). Reductions include argmax/argmin ((value, position)
 pairs). Movement includes concatenate, pad and gather, which loop kernels evaluate at an index
 (choosing the source by position, loading the gathered position from the index array).
-Contractions are their own kernels; scatters and scans are sequential kernels ("scatter", "scan")
-into which the elementwise/movement producers of their inputs fuse; primitives without a
-generated kernel yet become `host:` kernels.
+Contractions are their own kernels; scatters, scans and sorts are sequential kernels ("scatter",
+"scan", "sort") into which the elementwise/movement producers of their inputs fuse; primitives
+without a generated kernel (constants too large to embed) become `host:` kernels.
 
 The walk goes backward over the equations: a producer joins the kernel of its consumers when all
 of them are in one loop kernel and the result stays valid (shape rules above). Cheap producers
@@ -36,9 +36,9 @@ _INLINE_TEMPLATES = ("concatenate", "pad", "gather")
 # Primitives whose result is written in a fixed order, each a kernel of its own kind; their
 # inputs are evaluated at an index inside it like a loop kernel's values.
 _SEQUENTIAL = {"scatter_add": "scatter", "scatter": "scatter", "cumsum": "scan",
-               "cumprod": "scan", "cummax": "scan", "cummin": "scan"}
+               "cumprod": "scan", "cummax": "scan", "cummin": "scan", "sort": "sort"}
 # Kernel kinds that evaluate the values they read at an index (clones may be recomputed there).
-_INLINE_KINDS = ("loop", "scatter", "scan")
+_INLINE_KINDS = ("loop", "scatter", "scan", "sort")
 # Index-valued reductions over one axis, carrying a (value, position) pair per row.
 ARG_REDUCTIONS = ("argmax", "argmin")
 

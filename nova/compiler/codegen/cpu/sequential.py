@@ -35,6 +35,7 @@ from nova.core import dtypes
 
 SCATTERS = ("scatter_add", "scatter")
 SCANS = ("cumsum", "cumprod", "cummax", "cummin")
+SORTS = ("sort",)
 
 
 class _SequentialEmitter(LoopKernelEmitter):
@@ -42,10 +43,11 @@ class _SequentialEmitter(LoopKernelEmitter):
 
     def __init__(self, name: str, kernel: Kernel, width: int, threads: int):
         super().__init__(name, kernel, width, threads)
-        (self.e,) = [q for q in self.prog.eqns if q.prim.name in SCATTERS + SCANS]
-        if list(self.prog.outputs) != [self.e.outputs[0]]:
-            raise AssertionError(f"{name}: a {kernel.kind} kernel has the template's result as "
-                                 "its only output (fusion invariant broken)")
+        (self.e,) = [q for q in self.prog.eqns if q.prim.name in SCATTERS + SCANS + SORTS]
+        outs = list(self.prog.outputs)
+        if not outs or any(all(o is not r for r in self.e.outputs) for o in outs):
+            raise AssertionError(f"{name}: a {kernel.kind} kernel has only the template's results "
+                                 "as outputs (fusion invariant broken)")
         self.out_name = self.out_args[0][0]
         self.out_t = self.e.outputs[0].type
         self.vec_aligned = True
@@ -289,14 +291,173 @@ class ScanEmitter(_SequentialEmitter):
         self.W = 0
 
 
+class SortEmitter(_SequentialEmitter):
+    """sort: per row, a stable bottom-up merge sort of the positions 0..n-1 by the keys (two
+    heap scratch buffers of positions, one pass per doubling run width, unrolled since n is
+    static), then every output element is its operand read at the sorted position.
+
+    Order (NumPy's, as the reference): lexicographic over the keys; floats compare numerically
+    with -0.0 equal to 0.0 and NaN after everything (NaNs equal among themselves); a merge takes
+    the left run's element unless the right one is strictly smaller, which keeps ties stable.
+    """
+
+    def emit(self) -> str:
+        self.b.indent = 4
+        self._attempt(self._sort)
+        return self._text()
+
+    def _region(self):
+        self.memo.append({})
+        self.b.forget_constants()
+        self.b.indent += 2
+
+    def _end_region(self):
+        self.memo.pop()
+        self.b.forget_constants()
+        self.b.indent -= 2
+
+    def _less(self, at_a, at_b) -> Value:
+        """Whether the element at position a sorts strictly before the one at b (i1)."""
+        b = self.b
+        keys = self.e.inputs[:self.e.params["num_keys"]]
+        less, equal_so_far = None, None
+        for k in keys:
+            x, y = self.value(k, at_a), self.value(k, at_b)
+            lt = b.cmp("lt", x, y)
+            eq = b.cmp("eq", x, y)
+            if x.is_float:
+                nx, ny = b.isnan(x), b.isnan(y)
+                lt = b.or_(lt, b.and_(ny, b.not_(nx)))
+                eq = b.or_(eq, b.and_(nx, ny))
+            term = lt if equal_so_far is None else b.and_(equal_so_far, lt)
+            less = term if less is None else b.or_(less, term)
+            equal_so_far = eq if equal_so_far is None else b.and_(equal_so_far, eq)
+        return less
+
+    def _sort(self, w: int) -> None:
+        del w  # positions are data-dependent: scalar code
+        b = self.b
+        e = self.e
+        d = e.params["dimension"]
+        shape = e.inputs[0].type.shape
+        n = shape[d]
+        if not all(shape):
+            return
+        rows = [i for i in range(len(shape)) if i != d]
+        ivs, close = self._open("o", [shape[i] for i in rows],
+                                0, self._threads_for(int(np.prod(shape, dtype=np.int64))))
+        pos_t = f"memref<{n}xi32>"
+        self.row_ivs = ivs
+        bufs = [b.op(f"memref.alloc() : {pos_t}", "index", 0) for _ in range(2 if n > 1 else 1)]
+        self._for("p", n, 1)
+        j = b.op("arith.index_cast %p : index to i32", dtypes.int32, 0)
+        b.emit(f"memref.store {j.name}, {bufs[0].name}[%p] : {pos_t}")
+        self._end()
+        src, dst = bufs[0], bufs[-1]
+        width, npass = 1, 0
+        while width < n:
+            npass += 1
+            self._merge_pass(npass, width, n, src, dst, pos_t)
+            src, dst = dst, src
+            width *= 2
+        self._for("q", n, 1)
+        q = Value("%q", "index")
+        p = b.op(f"memref.load {src.name}[%q] : {pos_t}", dtypes.int32, 0)
+        it = iter(ivs)
+        out_idx = tuple(q if i == d else next(it) for i in range(len(shape)))
+        by_var = {id(o): k for k, o in enumerate(e.outputs)}
+        for name, o in self.out_args:
+            val = self.value(e.inputs[by_var[id(o)]], self._at(p))
+            self._store_to(name, o.type, val, out_idx)
+        self._end()
+        for buf in bufs:
+            b.emit(f"memref.dealloc {buf.name} : {pos_t}")
+        close()
+
+    def _merge_pass(self, npass, width, n, src, dst, pos_t) -> None:
+        """Merges the sorted runs [lo, lo+width) and [lo+width, lo+2*width) of src into dst."""
+        b = self.b
+        tag = f"m{npass}"
+        self._for(tag, n, 2 * width)
+        lo = Value(f"%{tag}", "index")
+        top = b.const(n, "index")
+        mid = b.op(f"arith.minui {b.add(lo, b.const(width, 'index')).name}, {top.name} : index",
+                   "index", 0)
+        hi = b.op(f"arith.minui {b.add(lo, b.const(2 * width, 'index')).name}, {top.name} : index",
+                  "index", 0)
+        one = b.const(1, "index")
+        res = b.fresh()
+        k, i, j = f"%{tag}k", f"%{tag}i", f"%{tag}j"
+        b.emit(f"{res}:2 = scf.for {k} = {lo.name} to {hi.name} step {one.name} "
+               f"iter_args({i} = {lo.name}, {j} = {mid.name}) -> (index, index) {{")
+        self._region()
+        iv, jv = Value(i, "index"), Value(j, "index")
+        left_open = b.cmp("lt", iv, mid)
+        right_open = b.cmp("lt", jv, hi)
+        pick = b.fresh()
+        # Which element comes next: the left run's unless it is exhausted or the right run's
+        # head sorts strictly before it. Loads happen only where the run still has elements.
+        b.emit(f"{pick}:2 = scf.if {left_open.name} -> (i32, i1) {{")
+        self._region()
+        pi = b.op(f"memref.load {src.name}[{i}] : {pos_t}", dtypes.int32, 0)
+        inner = b.fresh()
+        b.emit(f"{inner}:2 = scf.if {right_open.name} -> (i32, i1) {{")
+        self._region()
+        pj = b.op(f"memref.load {src.name}[{j}] : {pos_t}", dtypes.int32, 0)
+        right_first = self._less(self._at(pj), self._at(pi))
+        chosen = b.select(right_first, pj, pi)
+        b.emit(f"scf.yield {chosen.name}, {right_first.name} : i32, i1")
+        self._end_region()
+        b.emit("} else {")
+        self._region()
+        no = b.const(False, dtypes.bool_)
+        b.emit(f"scf.yield {pi.name}, {no.name} : i32, i1")
+        self._end_region()
+        b.emit("}")
+        b.emit(f"scf.yield {inner}#0, {inner}#1 : i32, i1")
+        self._end_region()
+        b.emit("} else {")
+        self._region()
+        pj = b.op(f"memref.load {src.name}[{j}] : {pos_t}", dtypes.int32, 0)
+        yes = b.const(True, dtypes.bool_)
+        b.emit(f"scf.yield {pj.name}, {yes.name} : i32, i1")
+        self._end_region()
+        b.emit("}")
+        b.emit(f"memref.store {pick}#0, {dst.name}[{k}] : {pos_t}")
+        took_right = Value(f"{pick}#1", dtypes.bool_, 0)
+        zero = b.const(0, "index")
+        step_i = b.select(took_right, zero, one)
+        step_j = b.select(took_right, one, zero)
+        b.emit(f"scf.yield {b.add(iv, step_i).name}, {b.add(jv, step_j).name} : index, index")
+        self._end_region()
+        b.emit("}")
+        self._end()
+
+    def _at(self, p: Value) -> tuple:
+        """The operand index of the current row's element at position p (an i32 value)."""
+        b = self.b
+        d = self.e.params["dimension"]
+        pi = b.op(f"arith.index_cast {p.name} : i32 to index", "index", 0)
+        it = iter(self.row_ivs)
+        return tuple(pi if i == d else next(it) for i in range(self.e.inputs[0].type.ndim))
+
+    def _store_to(self, name, t, val, idx) -> None:
+        b = self.b
+        if val.dtype == dtypes.bool_:
+            val = b.cast(val, dtypes.uint8)
+        ix = ", ".join(x.name for x in idx)
+        b.emit(f"memref.store {val.name}, {name}[{ix}] : {memref_type(t)}")
+
+
 def emit_sequential_kernel(name: str, kernel: Kernel, vector_width: int | None = None) -> str:
-    """MLIR text of `func.func @name(inputs..., outputs...)` for a "scatter" or "scan" kernel."""
+    """MLIR text of `func.func @name(inputs..., outputs...)` for a "scatter", "scan" or "sort"
+    kernel."""
     from nova.compiler.codegen.cpu.matmul import host_device
 
     dev = host_device()
     if vector_width is None:
         vector_width = dev.vector_bits // 32
-    cls = ScatterEmitter if kernel.kind == "scatter" else ScanEmitter
+    cls = {"scatter": ScatterEmitter, "scan": ScanEmitter, "sort": SortEmitter}[kernel.kind]
     em = cls(name, kernel, vector_width, dev.cores)
     text = em.emit()
     return text

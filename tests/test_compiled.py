@@ -458,3 +458,16 @@ def test_low_precision_sums_means_and_matmul_accumulate_in_float32(dtype):
         assert rel < (4e-3 if dtype == jnp.bfloat16 else 5e-4), (backend, rel)
         v = np.asarray(jnp.var(jnp.asarray(a, dtype), axis=1), np.float64)
         assert_close(v, a.astype(dtype).astype(np.float64).var(1), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("move", [lambda h: jnp.flip(h, 0), lambda h: h.T,
+                                  lambda h: jnp.roll(h, 3, 1), lambda h: h[::-1, 2:].sum(1)[:, None] + h])
+def test_no_in_place_write_over_an_input_read_elsewhere(move):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((16, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 16)).astype(np.float32) * 0.3
+    f = nova.jit(lambda x, w: (move(jnp.exp(x @ w)) * 2.0) @ w)
+    got = np.asarray(f(x, w), np.float64)
+    nova.config.update("backend", "interpreter")
+    want = np.asarray(nova.jit(lambda x, w: (move(jnp.exp(x @ w)) * 2.0) @ w)(x, w), np.float64)
+    assert_close(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

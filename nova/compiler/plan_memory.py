@@ -37,8 +37,8 @@ def inplace_safe(gk, in_pos: int, out_pos: int) -> bool:
     """Can output `out_pos` of codegen kernel `gk` be written over input `in_pos`?
 
     True for loop kernels without reductions whose iteration shape is both values' shape, where
-    the input is only read by elementwise equations (so element i is read at index i only, in
-    the same iteration, before element i of the output is stored).
+    everything computed from the input is elementwise (so element i of the input is read at
+    index i only, in the same iteration, before element i of the output is stored).
     """
     if gk.kind != "loop" or gk.schedule.get("red_axes"):
         return False
@@ -49,11 +49,16 @@ def inplace_safe(gk, in_pos: int, out_pos: int) -> bool:
         return False
     if any(o is x for x in gk.program.inputs):
         return False
+    # Every equation that depends on the input, directly or through others, must be elementwise
+    # at the iteration shape: then output element i depends on input element i only. (A flip,
+    # transpose or gather of an elementwise result reads other elements of the input.)
+    dependent = {id(v)}
     for e in gk.program.eqns:
-        if any(u is v for u in e.inputs):
+        if any(id(u) in dependent for u in e.inputs):
             kernel = type(e.prim.kernel).__name__
-            if kernel != "Elementwise" or e.outputs[0].type.shape != shape:
+            if kernel != "Elementwise" or any(o.type.shape != shape for o in e.outputs):
                 return False
+            dependent.update(id(o) for o in e.outputs)
     return True
 
 

@@ -78,6 +78,8 @@ def _gather_rule(operand, indices, *, axes):
 
 
 def _gather_impl(operand, indices, *, axes):
+    if not axes:  # no indexed axes: every batch position reads the whole operand
+        return np.broadcast_to(operand, indices.shape[:-1] + operand.shape).copy()
     hi = np.maximum(_np_sizes(operand.shape, axes, indices.dtype) - 1, 0)
     idx = np.clip(indices, 0, hi)
     front = _np_front(operand, axes)

@@ -471,3 +471,15 @@ def test_no_in_place_write_over_an_input_read_elsewhere(move):
     nova.config.update("backend", "interpreter")
     want = np.asarray(nova.jit(lambda x, w: (move(jnp.exp(x @ w)) * 2.0) @ w)(x, w), np.float64)
     assert_close(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_softmax_computes_each_exponential_once():
+    """The row's exponentials are kept in the output during the sum pass and reloaded, so the
+    kernel evaluates exp once per element (one exp expansion, with its roundeven, in the text)."""
+    from nova.compiler.codegen.cpu.loops import emit_loop_kernel
+
+    x = np.random.default_rng(10).standard_normal((64, 256)).astype(np.float32)
+    p = run_passes(nova.make_program(_softmax)(x))
+    (k,) = fuse(p).kernels
+    assert emit_loop_kernel(k.name, k).count("math.roundeven") == 1
+    assert_close(compile_program(p)([x])[0], run_program(p, [x])[0], rtol=1e-6)

@@ -573,7 +573,7 @@ class LoopKernelEmitter:
         return [out[k] for k in sorted(out)]
 
     def _signature(self) -> str:
-        args = [f"{n}: {memref_type(t)}" for n, t in self.arg.values()]
+        args = [f"{n}: {memref_type(t)}" for n, t in getattr(self, "sig_args", self.arg).values()]
         args += [f"{n}: {memref_type(v.type)}" for n, v in self.out_args]
         return f"  func.func @{self.name}({', '.join(args)}) {{"
 
@@ -605,8 +605,13 @@ class LoopKernelEmitter:
             if step > 1:
                 self.vec_iv = f"%i{i}"
         # Reduction phases, one per level.
-        for level in self._levels():
+        levels = self._levels()
+        self.stash = self._choose_stash(levels) if A else None
+        for level in levels:
             self._phase(level, ivs, kept)
+        if self.stash is not None:  # the last pass reads the stashed values back
+            self.sig_args = dict(self.arg)
+            self.arg[id(self.stash[0])] = (self.stash[1], self.stash[2])
         row_shape = tuple(S[i] for i in kept)
         full_outs = [(n, v) for n, v in self.out_args if v.type.shape == S and A]
         row_outs = [(n, v) for n, v in self.out_args if A and v.type.shape == row_shape and v.type.shape != S]
@@ -636,6 +641,45 @@ class LoopKernelEmitter:
             if n == len(kept) - 1 and threads > 1:
                 self._close_parallel()
         return "\n".join(self.globals + [self._signature()] + b.lines + ["    return", "  }"])
+
+    def _choose_stash(self, levels):
+        """(value, output name, output type) when the kernel's single full-shape output is
+        computed from a value that the last reduction level also reduces (softmax: e / sum(e)):
+        that value is then stored once and reloaded, not computed twice."""
+        full = [(n, v) for n, v in self.out_args if v.type.shape == self.S]
+        if len(full) != 1 or not levels or self.k.schedule.get("kind_hint") == "no_stash":
+            return None
+        name, out = full[0]
+        if not dtypes.is_float(out.type.dtype) or id(out) in self.arg:
+            return None
+        for r in levels[-1]:
+            v = r.inputs[0]
+            if v.type.shape != self.S or v.type.dtype != out.type.dtype or id(v) in self.arg:
+                continue
+            if r.prim.name in _ARG_REDUCTIONS:
+                continue
+            if self._reaches(out, v):
+                return (v, name, out.type)
+        return None
+
+    def _reaches(self, root, target) -> bool:
+        """Whether `root`'s expression reads `target` elementwise (same index) without passing
+        through a reduction or a movement (which would read it at other indices)."""
+        seen, stack = set(), [root]
+        while stack:
+            v = stack.pop()
+            if v is target:
+                return True
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            e = self.prod.get(id(v))
+            if e is None or type(e.prim.kernel).__name__ != "Elementwise":
+                continue
+            if any(o.type.shape != self.S for o in e.outputs):
+                continue
+            stack.extend(u for u in e.inputs if u.type.shape == self.S)
+        return False
 
     def _parallel_for(self, iv: str, n: int, step: int, threads: int):
         """The outermost loop split into one contiguous chunk per OpenMP thread (the kernel stays
@@ -711,8 +755,20 @@ class LoopKernelEmitter:
             if step > 1:
                 self.vec_iv = f"%{tag}"
         new, pos = [], 0
+        idx = tuple(ivs[i] for i in range(len(S)))
         for r, n in zip(reds, counts, strict=True):
-            x = self.value(r.inputs[0], tuple(ivs[i] for i in range(len(S))))
+            x = self.value(r.inputs[0], idx)
+            stash = getattr(self, "stash", None)
+            if stash is not None and stash[0] is r.inputs[0]:
+                # Keep the reduced values (e.g. softmax's exponentials) in the output buffer:
+                # the last pass reloads them from cache instead of recomputing them.
+                name, t = stash[1], stash[2]
+                ix = ", ".join(i.name for i in idx)
+                if x.width:
+                    self.b.emit(f"vector.store {x.name}, {name}[{ix}] : {memref_type(t)}, "
+                                f"vector<{x.width}x{mem_elem(t.dtype)}>")
+                else:
+                    self.b.emit(f"memref.store {x.name}, {name}[{ix}] : {memref_type(t)}")
             new += self._red_combine(r, accs[pos:pos + n], x, ivs, vec)
             pos += n
         for depth in reversed(range(len(A))):

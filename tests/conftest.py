@@ -1,10 +1,22 @@
 """Shared test configuration: hypothesis profile, a private kernel cache, config restore."""
 
+import importlib.util
 import os
 import tempfile
 
-import numpy as np
 import pytest
+
+_NEEDED = ("numpy", "ml_dtypes", "hypothesis", "jax", "optax", "xdist", "mlir")
+_missing = [m for m in _NEEDED if importlib.util.find_spec(m) is None]
+if _missing:
+    # A pytest outside the project's environment: say how to run the suite instead of failing
+    # every module on import.
+    raise pytest.UsageError(
+        f"the test environment lacks {', '.join(_missing)}. Run `make test` (it creates .venv "
+        "and installs everything), or `make venv` then `.venv/bin/python -m pytest -n 2 tests`."
+    )
+
+import numpy as np  # noqa: E402
 from hypothesis import HealthCheck, settings
 
 # Tests compile into their own kernel cache (not the user's ~/.cache/nova), so every run also

@@ -228,10 +228,6 @@ def compile_program(program: Program, *, target: str | None = None,
         per_kernel.append({"kernel": k.name, "kind": k.kind, "flops": flops, "bytes": moved,
                            "launches": max(1, len(parts))})
     output_slots = [slot(v) for v in program.outputs]
-    last_use = {}
-    for n, l in enumerate(launches):
-        for s in l.inputs:
-            last_use[s] = n
     types_by_id = {id(v): v.type for v in program.inputs}
     for k in fused.kernels:
         for e in k.program.eqns:
@@ -247,7 +243,7 @@ def compile_program(program: Program, *, target: str | None = None,
     memory["planned_peak_bytes"] = plan.peak_bytes
     costs = {"flops": sum(p["flops"] for p in per_kernel),
              "bytes accessed": sum(p["bytes"] for p in per_kernel), "per_kernel": per_kernel}
-    return CPUExecutable(len(program.inputs), launches, output_slots, last_use, fused.as_text(),
+    return CPUExecutable(len(program.inputs), launches, output_slots, fused.as_text(),
                          costs, memory, plan, slot_types)
 
 

@@ -27,15 +27,6 @@ class Kernel:
     def body_text(self) -> str:
         return print_program(self.program, debug_info=False)
 
-    def key(self, target: str, version: str) -> str:
-        """The kernel cache key: canonical text + kind + schedule + target + Nova version."""
-        h = hashlib.sha256()
-        for part in (self.kind, self.body_text(), repr(sorted(self.schedule.items())), target,
-                     version):
-            h.update(part.encode())
-            h.update(b"\0")
-        return h.hexdigest()
-
     @property
     def name(self) -> str:
         return "k_" + hashlib.sha256((self.kind + self.body_text()).encode()).hexdigest()[:16]

@@ -57,12 +57,11 @@ def _view(buf: np.ndarray, t) -> np.ndarray:
 class CPUExecutable:
     """Runs launches in order; values live in slots (program inputs first)."""
 
-    def __init__(self, n_inputs: int, launches: list, output_slots: list, last_use: dict, text: str,
+    def __init__(self, n_inputs: int, launches: list, output_slots: list, text: str,
                  costs: dict, memory: dict, plan=None, slot_types=None):
         self.n_inputs = n_inputs
         self.launches = launches
         self.output_slots = output_slots
-        self.last_use = last_use  # slot -> index of the last launch reading it
         self.text = text
         self.costs = costs
         self.memory = memory

@@ -647,7 +647,7 @@ class LoopKernelEmitter:
         computed from a value that the last reduction level also reduces (softmax: e / sum(e)):
         that value is then stored once and reloaded, not computed twice."""
         full = [(n, v) for n, v in self.out_args if v.type.shape == self.S]
-        if len(full) != 1 or not levels or self.k.schedule.get("kind_hint") == "no_stash":
+        if len(full) != 1 or not levels:
             return None
         name, out = full[0]
         if not dtypes.is_float(out.type.dtype) or id(out) in self.arg:
@@ -848,7 +848,7 @@ class LoopKernelEmitter:
         b = self.b
         idx = tuple(ivs[i] for i in range(len(shape)))
         for name, v in outs:
-            val = self.value(v, idx) if not row else self._row_value(v, idx)
+            val = self.value(v, idx)
             t = v.type
             el = mem_elem(t.dtype)
             if t.dtype == dtypes.bool_:
@@ -860,9 +860,6 @@ class LoopKernelEmitter:
                 b.emit(f"vector.store {val.name}, {name}[{ix}] : {memref_type(t)}, vector<{val.width}x{el}>")
             else:
                 b.emit(f"memref.store {val.name}, {name}[{ix}] : {memref_type(t)}")
-
-    def _row_value(self, v, idx):
-        return self.value(v, idx)
 
 
 # A kernel is split over threads only from this many elements of iteration space: a 2-thread

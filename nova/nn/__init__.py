@@ -1,0 +1,31 @@
+"""nova.nn: Modules (dataclass pytrees), Transformer layers, GPT-2, functions and checkpoints.
+
+A model is a `Module`, a pytree of arrays, so `nova.grad(loss)(model, x, y)` returns a gradient of
+the model's shape and `nova.jit` compiles a whole training step. Freezing is `partition`/`combine`
+(see nova/nn/module.py). Functions (relu, gelu, softmax, cross_entropy,
+scaled_dot_product_attention, ...) are re-exported here from `nova.nn.functional`.
+"""
+
+from nova.nn.functional import (
+    cross_entropy,
+    dropout,
+    gelu,
+    layer_norm,
+    log_softmax,
+    logsumexp,
+    one_hot,
+    relu,
+    scaled_dot_product_attention,
+    silu,
+    softmax,
+)
+from nova.nn.gpt2 import GPT2, GPT2Config
+from nova.nn.layers import MLP, Block, CausalSelfAttention, Dropout, Embedding, LayerNorm, Linear
+from nova.nn.module import Module, combine, partition, static_field
+
+__all__ = [
+    "GPT2", "MLP", "Block", "CausalSelfAttention", "Dropout", "Embedding", "GPT2Config",
+    "LayerNorm", "Linear", "Module", "combine", "cross_entropy", "dropout", "gelu", "layer_norm",
+    "log_softmax", "logsumexp", "one_hot", "partition", "relu", "scaled_dot_product_attention",
+    "silu", "softmax", "static_field",
+]

@@ -1,0 +1,260 @@
+"""Neural-network functions as compositions of nova.numpy ops (their gradients come from those).
+
+Each is written in the plain spelling the compiler fuses (elementwise chains, row reductions,
+max-subtract / exp / sum / divide for softmax and attention); there is no hand-written backward.
+Stability: softmax, log_softmax, cross_entropy and attention subtract the row maximum before exp,
+so logits of 1e4 do not overflow; a row of attention scores that is masked everywhere gives zeros
+(value and gradient), not NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import nova.numpy as jnp
+from nova.core import dtypes
+from nova.core.array import Array
+from nova.numpy_impl.util import asarray, where_am_i
+from nova.ops import lax
+from nova.scipy.special import logsumexp
+
+__all__ = [
+    "cross_entropy",
+    "dropout",
+    "gelu",
+    "layer_norm",
+    "log_softmax",
+    "logsumexp",
+    "one_hot",
+    "relu",
+    "scaled_dot_product_attention",
+    "silu",
+    "softmax",
+]
+
+
+def _float_input(name: str, x) -> Array:
+    a = asarray(x)
+    if not dtypes.is_float(a.dtype):
+        raise TypeError(f"{name}: expected a floating-point array, got {a.dtype}{where_am_i()}")
+    return a
+
+
+def relu(x) -> Array:
+    """max(x, 0) elementwise; x float of any shape. The gradient at 0 is 0 (as JAX, PyTorch)."""
+    x = _float_input("relu", x)
+    return jnp.where(x > 0, x, 0.0)
+
+
+def gelu(x, approximate: bool = False) -> Array:
+    """Gaussian error linear unit (Hendrycks & Gimpel, arXiv 1606.08415), elementwise.
+
+    approximate=False: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (PyTorch's default);
+    approximate=True: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2's "gelu_new",
+    PyTorch's approximate="tanh", JAX's default). x: float array; result has its shape and dtype.
+    """
+    x = _float_input("gelu", x)
+    if approximate:
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * (x * x * x))
+        return 0.5 * x * (1.0 + jnp.tanh(inner))
+    return 0.5 * x * (1.0 + lax.erf(x * (1.0 / math.sqrt(2.0))))
+
+
+def silu(x) -> Array:
+    """x * sigmoid(x) (Swish-1; Elfwing et al., arXiv 1702.03118), elementwise; x float."""
+    x = _float_input("silu", x)
+    return x * lax.logistic(x)
+
+
+def _row_max(x, axis):
+    """The maximum over `axis` (keepdims), with 0 in place of a non-finite maximum so that a row of
+    all -inf gives exp(-inf - 0) = 0 instead of exp(nan)."""
+    m = jnp.max(x, axis=axis, keepdims=True)
+    return jnp.where(jnp.isfinite(m), m, 0.0)
+
+
+def softmax(x, axis=-1) -> Array:
+    """exp(x) / sum(exp(x)) over `axis` (int or tuple), computed as exp(x - max) / sum.
+
+    x: float array; result has its shape and dtype. A slice that is -inf everywhere gives zeros
+    (JAX and PyTorch give NaN). Raises TypeError for non-float input.
+    """
+    x = _float_input("softmax", x)
+    e = jnp.exp(x - _row_max(x, axis))
+    s = jnp.sum(e, axis=axis, keepdims=True)
+    return e / jnp.where(s == 0, 1.0, s)
+
+
+def log_softmax(x, axis=-1) -> Array:
+    """x - logsumexp(x) over `axis`, computed as (x - max) - log(sum(exp(x - max))).
+
+    x: float array; result has its shape and dtype. A slice that is -inf everywhere gives NaN
+    (as JAX and PyTorch). Raises TypeError for non-float input.
+    """
+    x = _float_input("log_softmax", x)
+    shifted = x - _row_max(x, axis)
+    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+
+
+def layer_norm(x, weight=None, bias=None, eps: float = 1e-5) -> Array:
+    """Layer normalization over the last axis (Ba, Kiros, Hinton, arXiv 1607.06450).
+
+    (x - mean) / sqrt(var + eps) * weight + bias, with the biased variance computed in two passes.
+    x: float (..., D); weight, bias: (D,) or None. Raises ValueError when weight or bias is not
+    of shape (D,), TypeError for non-float x.
+    """
+    x = _float_input("layer_norm", x)
+    d = x.shape[-1] if x.ndim else None
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and (x.ndim == 0 or tuple(p.shape) != (d,)):
+            raise ValueError(
+                f"layer_norm: {name} must have shape ({d},) to match x of shape {x.shape}, got "
+                f"{tuple(p.shape)}{where_am_i()}"
+            )
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    xc = x - mean
+    var = jnp.mean(xc * xc, axis=-1, keepdims=True)
+    y = xc * lax.rsqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def one_hot(labels, num_classes: int, dtype=jnp.float32) -> Array:
+    """labels (...) integer -> (..., num_classes) with 1 at each label and 0 elsewhere.
+
+    A label outside [0, num_classes) gives a row of zeros (as jax.nn.one_hot). Raises TypeError
+    for non-integer labels, ValueError for num_classes < 1.
+    """
+    labels = asarray(labels)
+    if not dtypes.is_int(labels.dtype):
+        raise TypeError(f"one_hot: labels must be integers, got {labels.dtype}{where_am_i()}")
+    if int(num_classes) < 1:
+        raise ValueError(f"one_hot: num_classes must be >= 1, got {num_classes}{where_am_i()}")
+    classes = jnp.arange(int(num_classes), dtype=labels.dtype)
+    return (labels[..., None] == classes).astype(dtype)
+
+
+def cross_entropy(logits, labels, ignore_index: int = -100, reduction: str = "mean") -> Array:
+    """Softmax cross-entropy of integer labels: -log softmax(logits)[label].
+
+    logits: float (..., C), classes on the last axis (JAX/optax layout; PyTorch's (N, C) is the
+    2-d case). labels: integer (...), logits.shape[:-1]. Positions whose label equals
+    `ignore_index` contribute 0 and are not counted. reduction: "mean" (over counted positions;
+    0 when none is counted), "sum", or "none" (per position, shape labels.shape).
+    A label outside [0, C) that is not ignore_index also contributes 0 (it is not checked, so that
+    the function traces under jit). Raises TypeError for non-float logits or non-integer labels,
+    ValueError for mismatched shapes or an unknown reduction.
+    """
+    logits = _float_input("cross_entropy", logits)
+    labels = asarray(labels)
+    if not dtypes.is_int(labels.dtype):
+        raise TypeError(f"cross_entropy: labels must be integers, got {labels.dtype}{where_am_i()}")
+    if logits.ndim == 0 or tuple(labels.shape) != tuple(logits.shape[:-1]):
+        raise ValueError(
+            f"cross_entropy: labels of shape {labels.shape} do not match logits of shape "
+            f"{logits.shape} (expected labels.shape == logits.shape[:-1]){where_am_i()}"
+        )
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(
+            f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
+            f"{where_am_i()}"
+        )
+    logp = log_softmax(logits, axis=-1)
+    classes = jnp.arange(logits.shape[-1], dtype=labels.dtype)
+    picked = jnp.sum(jnp.where(labels[..., None] == classes, logp, 0.0), axis=-1)
+    valid = labels != ignore_index
+    nll = jnp.where(valid, -picked, 0.0)
+    if reduction == "none":
+        return nll
+    total = jnp.sum(nll)
+    if reduction == "sum":
+        return total
+    count = jnp.sum(valid.astype(logits.dtype))
+    return total / jnp.maximum(count, 1.0)
+
+
+def dropout(x, rate: float, key) -> Array:
+    """Inverted dropout (Srivastava et al., JMLR 2014): each element zeroed with probability
+    `rate`, the kept ones scaled by 1/(1 - rate), so the expectation is x.
+
+    x: float array; rate: Python float in [0, 1); key: a nova.random key (the same key gives the
+    same mask). rate == 0 returns x unchanged. Raises ValueError for a rate outside [0, 1) or a
+    missing key when rate > 0.
+    """
+    x = _float_input("dropout", x)
+    rate = float(rate)
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout: rate must be in [0, 1), got {rate}{where_am_i()}")
+    if rate == 0.0:
+        return x
+    if key is None:
+        raise ValueError(f"dropout: rate {rate} > 0 needs a nova.random key{where_am_i()}")
+    from nova import random
+
+    keep = random.bernoulli(key, 1.0 - rate, x.shape)
+    return jnp.where(keep, x * (1.0 / (1.0 - rate)), 0.0)
+
+
+def _attention_mask(mask, causal: bool, tq: int, tk: int):
+    """(boolean keep-mask or None, additive float mask or None)."""
+    keep = None
+    additive = None
+    if mask is not None:
+        mask = asarray(mask)
+        if dtypes.is_bool(mask.dtype):
+            keep = mask
+        elif dtypes.is_float(mask.dtype):
+            additive = mask
+        else:
+            raise TypeError(
+                f"scaled_dot_product_attention: mask must be bool (True = attend) or float "
+                f"(added to the scores), got {mask.dtype}{where_am_i()}"
+            )
+    if causal:
+        # Top-left aligned lower triangle, as PyTorch's is_causal: query i sees keys j <= i.
+        tri = jnp.arange(tq)[:, None] >= jnp.arange(tk)[None, :]
+        keep = tri if keep is None else jnp.logical_and(keep, tri)
+    return keep, additive
+
+
+def scaled_dot_product_attention(q, k, v, *, causal: bool = False, mask=None, scale=None,
+                                 dropout_p: float = 0.0, key=None) -> Array:
+    """softmax(q @ k^T * scale + mask) @ v (Vaswani et al., "Attention is all you need", eq. 1).
+
+    q: (..., Tq, D), k: (..., Tk, D), v: (..., Tk, Dv), one float dtype; batch dimensions
+    broadcast. Result: (..., Tq, Dv). scale: defaults to 1/sqrt(D). causal: query i attends to
+    keys j <= i (PyTorch's is_causal). mask: broadcastable to (..., Tq, Tk); bool (True = attend)
+    or float (added to the scores, PyTorch's attn_mask); combined with `causal` when both are
+    given. A query row that may attend to nothing gives zeros and zero gradients.
+    dropout_p: probability of zeroing each attention weight (the kept ones scaled by
+    1/(1 - dropout_p)); needs `key` (a nova.random key) when > 0.
+    Raises ValueError for mismatched shapes, TypeError for non-float inputs or a bad mask dtype.
+    """
+    q = _float_input("scaled_dot_product_attention", q)
+    k = _float_input("scaled_dot_product_attention", k)
+    v = _float_input("scaled_dot_product_attention", v)
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2 or q.shape[-1] != k.shape[-1] \
+            or k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            "scaled_dot_product_attention: expected q (..., Tq, D), k (..., Tk, D), v (..., Tk, Dv);"
+            f" got q {q.shape}, k {k.shape}, v {v.shape}{where_am_i()}"
+        )
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    tq, tk = q.shape[-2], k.shape[-2]
+    keep, additive = _attention_mask(mask, causal, tq, tk)
+    s = (q @ jnp.swapaxes(k, -1, -2)) * scale
+    if additive is not None:
+        s = s + additive
+    if keep is not None:
+        s = jnp.where(keep, s, -jnp.inf)
+    m = _row_max(s, -1)
+    p = jnp.exp(s - m)
+    denom = jnp.sum(p, axis=-1, keepdims=True)
+    p = p / jnp.where(denom == 0, 1.0, denom)
+    if dropout_p > 0.0:
+        p = dropout(p, dropout_p, key)
+    return p @ v

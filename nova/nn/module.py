@@ -130,7 +130,7 @@ class Module:
 
         own = self.named_parameters()
         missing = [k for k in own if k not in state_dict]
-        extra = [k for k in state_dict if k not in own]
+        extra = sorted(k for k in state_dict if k not in own)
         if missing or extra:
             parts = []
             if missing:

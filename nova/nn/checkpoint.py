@@ -1,0 +1,200 @@
+"""Checkpoints: a model, optimizer state, step and config in one safetensors file, written atomically.
+
+Layout of the file (safetensors: a JSON header, then raw little-endian tensor bytes; no pickle):
+- the model's parameters under their dotted names (GPT-2's names for `GPT2`: ``wte.weight``, ...);
+- the optimizer state's leaves, in `nova.tree_util.tree_flatten` order, as ``opt.0``, ``opt.1``,
+  ... (the state's structure comes from the `opt_state_like` given to `load_checkpoint`);
+- header metadata (strings): ``format`` = "nova.checkpoint", ``version`` = "1", ``step``,
+  ``config`` (JSON), ``model`` (the model's class name), ``opt_leaves`` (their count, or absent).
+
+The file is written to a temporary file in the destination's directory, flushed and fsynced, then
+renamed over the destination (os.replace, atomic on POSIX), and the directory is fsynced: an
+interrupted save leaves the previous checkpoint as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+
+import numpy as np
+import safetensors.numpy as st
+
+from nova.core.pytree import tree_flatten, tree_unflatten
+from nova.nn.module import Module
+
+__all__ = ["CheckpointError", "load_checkpoint", "save_checkpoint"]
+
+_FORMAT = "nova.checkpoint"
+_VERSION = "1"
+_OPT_PREFIX = "opt."
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read: truncated, corrupt, or not a Nova checkpoint."""
+
+
+def _config_json(config) -> str | None:
+    if config is None:
+        return None
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        config = dataclasses.asdict(config)
+    if not isinstance(config, dict):
+        raise TypeError(
+            f"save_checkpoint: config must be a dataclass instance, a dict or None, got "
+            f"{type(config).__name__}"
+        )
+    try:
+        return json.dumps(config, sort_keys=True)
+    except TypeError as e:
+        raise TypeError(f"save_checkpoint: config is not JSON-serializable: {e}") from None
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """Writes data to path through a fsynced temporary file in the same directory + os.replace."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # Whatever stopped the save (disk full, KeyboardInterrupt), the destination is untouched.
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # platforms without directory descriptors
+        return
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def save_checkpoint(path, model: Module, opt_state=None, *, step: int = 0, config=None) -> None:
+    """Saves `model`'s parameters, `opt_state` (any pytree of arrays, or None), `step` and
+    `config` (a dataclass such as GPT2Config, a JSON-serializable dict, or None) to the
+    safetensors file `path`, atomically (see the module docstring).
+
+    Raises TypeError for a model that is not a Module or a config that cannot be stored as JSON;
+    OSError when the file cannot be written (the previous file at `path` is then unchanged).
+    """
+    if not isinstance(model, Module):
+        raise TypeError(f"save_checkpoint: model must be a nova.nn.Module, got "
+                        f"{type(model).__name__}")
+    path = os.fspath(path)
+    tensors = {k: np.asarray(v, order="C") for k, v in model.state_dict().items()}
+    metadata = {"format": _FORMAT, "version": _VERSION, "step": str(int(step)),
+                "model": type(model).__name__}
+    cfg = _config_json(config)
+    if cfg is not None:
+        metadata["config"] = cfg
+    if opt_state is not None:
+        leaves, _ = tree_flatten(opt_state)
+        for i, leaf in enumerate(leaves):
+            tensors[f"{_OPT_PREFIX}{i}"] = np.asarray(leaf, order="C")
+        metadata["opt_leaves"] = str(len(leaves))
+    _write_atomically(path, st.save(tensors, metadata=metadata))
+
+
+def _read_header_metadata(data: bytes) -> dict:
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    return header.get("__metadata__") or {}
+
+
+def _read(path: str) -> tuple[dict, dict]:
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        tensors = st.load(data)
+        metadata = _read_header_metadata(data)
+    except Exception as e:  # safetensors raises its own SafetensorError for every defect
+        raise CheckpointError(
+            f"checkpoint {path!r} cannot be read ({len(data)} bytes; truncated or corrupt): {e}"
+        ) from None
+    if metadata.get("format") != _FORMAT:
+        raise CheckpointError(
+            f"checkpoint {path!r} is a safetensors file but not a Nova checkpoint (its metadata "
+            f"has format={metadata.get('format')!r}, expected {_FORMAT!r})"
+        )
+    return tensors, metadata
+
+
+def _check_leaf(path, name, stored: np.ndarray, like_shape, like_dtype) -> None:
+    if tuple(stored.shape) != tuple(like_shape):
+        raise ValueError(
+            f"checkpoint {path!r}: '{name}' has shape {tuple(stored.shape)} in the checkpoint but "
+            f"{tuple(like_shape)} in the model/state it is loaded into"
+        )
+    if np.dtype(stored.dtype) != np.dtype(like_dtype):
+        raise ValueError(
+            f"checkpoint {path!r}: '{name}' has dtype {np.dtype(stored.dtype).name} in the "
+            f"checkpoint but {np.dtype(like_dtype).name} in the model/state it is loaded into"
+        )
+
+
+def load_checkpoint(path, model_like: Module, opt_state_like=None):
+    """Loads a checkpoint written by `save_checkpoint`: returns (model, opt_state, step, config).
+
+    model_like: a Module of the saved structure (e.g. ``GPT2.init(config, key)``); the result is
+    a new module of its class with the stored parameters (nova Arrays). opt_state_like: a pytree of
+    the saved optimizer state's structure (e.g. ``tx.init(model)``), or None to skip the optimizer
+    state (then opt_state is None). step: int. config: the stored config as a dict (None if none
+    was saved), e.g. ``GPT2Config(**config)``.
+
+    Raises FileNotFoundError/OSError when the file cannot be opened; CheckpointError (a
+    ValueError) naming the path for a truncated, corrupt or foreign file; KeyError naming missing
+    or unexpected parameters; ValueError naming a parameter (or ``opt.i`` leaf) and both shapes
+    or dtypes when they differ.
+    """
+    from nova.numpy_impl.util import asarray
+
+    path = os.fspath(path)
+    if not isinstance(model_like, Module):
+        raise TypeError(f"load_checkpoint: model_like must be a nova.nn.Module, got "
+                        f"{type(model_like).__name__}")
+    tensors, metadata = _read(path)
+    params = {k: v for k, v in tensors.items() if not k.startswith(_OPT_PREFIX)}
+    own = model_like.named_parameters()
+    missing = [k for k in own if k not in params]
+    extra = sorted(k for k in params if k not in own)
+    if missing or extra:
+        parts = ([f"missing parameters {missing}"] if missing else []) + \
+                ([f"unexpected parameters {extra}"] if extra else [])
+        raise KeyError(f"checkpoint {path!r} does not match {type(model_like).__name__}: "
+                       + "; ".join(parts))
+    for name, p in own.items():
+        _check_leaf(path, name, params[name], p.shape, p.dtype)
+    model = model_like.map_parameters(lambda name, _: asarray(params[name]))
+
+    opt_state = None
+    if opt_state_like is not None:
+        like_leaves, treedef = tree_flatten(opt_state_like)
+        stored = [k for k in tensors if k.startswith(_OPT_PREFIX)]
+        if "opt_leaves" not in metadata:
+            raise KeyError(f"checkpoint {path!r} holds no optimizer state, but opt_state_like "
+                           "was given")
+        if len(stored) != len(like_leaves):
+            raise ValueError(
+                f"checkpoint {path!r}: the optimizer state has {len(stored)} leaves in the "
+                f"checkpoint but {len(like_leaves)} in opt_state_like ({treedef})"
+            )
+        leaves = []
+        for i, like in enumerate(like_leaves):
+            name = f"{_OPT_PREFIX}{i}"
+            like_np = like if hasattr(like, "dtype") else np.asarray(like)
+            _check_leaf(path, name, tensors[name], np.shape(like_np), like_np.dtype)
+            leaves.append(asarray(tensors[name]))
+        opt_state = tree_unflatten(treedef, leaves)
+
+    config = json.loads(metadata["config"]) if "config" in metadata else None
+    return model, opt_state, int(metadata.get("step", 0)), config

@@ -1,0 +1,174 @@
+"""nova.nn checkpoints: round trip, GPT-2 names in the file, atomic writes, mismatch and corruption
+errors."""
+
+import os
+
+import numpy as np
+import pytest
+import safetensors.numpy as st
+
+import nova
+import nova.nn as nn
+
+CFG = nn.GPT2Config(vocab_size=16, block_size=8, n_layer=1, n_head=2, n_embd=8)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return nn.GPT2.init(CFG, nova.random.key(0))
+
+
+def _opt_state(model, scale=1.0):
+    # An optimizer-like state: a count and two model-shaped trees (as Adam's mu and nu).
+    mu = nova.tree_util.tree_map(lambda p: np.asarray(p) * scale, model)
+    nu = nova.tree_util.tree_map(lambda p: np.asarray(p) ** 2 * scale, model)
+    return {"count": np.array(7, np.int32), "mu": mu, "nu": nu}
+
+
+def _params_equal(a, b):
+    pa, pb = a.named_parameters(), b.named_parameters()
+    assert list(pa) == list(pb)
+    for k in pa:
+        np.testing.assert_array_equal(np.asarray(pa[k]), np.asarray(pb[k]), err_msg=k)
+
+
+def test_round_trip(tmp_path, model):
+    path = tmp_path / "ckpt.safetensors"
+    opt = _opt_state(model, 0.5)
+    nn.save_checkpoint(path, model, opt, step=123, config=CFG)
+    other = nn.GPT2.init(CFG, nova.random.key(1))
+    assert not np.array_equal(np.asarray(other.wte.weight), np.asarray(model.wte.weight))
+    loaded, opt2, step, config = nn.load_checkpoint(path, other, _opt_state(other))
+    assert isinstance(loaded, nn.GPT2) and loaded.config == CFG
+    _params_equal(loaded, model)
+    assert step == 123
+    assert nn.GPT2Config(**config) == CFG
+    leaves, td = nova.tree_util.tree_flatten(opt)
+    leaves2, td2 = nova.tree_util.tree_flatten(opt2)
+    assert td == td2
+    for x, y in zip(leaves, leaves2, strict=True):
+        assert np.asarray(y).dtype == np.asarray(x).dtype
+        np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+    # Without opt_state_like the optimizer state is skipped.
+    _, none_opt, _, _ = nn.load_checkpoint(path, other)
+    assert none_opt is None
+
+
+def test_file_holds_gpt2_names_and_metadata(tmp_path, model):
+    path = tmp_path / "ckpt.safetensors"
+    nn.save_checkpoint(path, model, _opt_state(model), step=5, config=CFG)
+    stored = st.load_file(path)
+    names = set(model.named_parameters())
+    assert {"wte.weight", "wpe.weight", "h.0.attn.c_attn.weight", "h.0.mlp.c_proj.bias",
+            "ln_f.weight"} <= names
+    n_opt = len(nova.tree_util.tree_leaves(_opt_state(model)))
+    assert set(stored) == names | {f"opt.{i}" for i in range(n_opt)}
+    assert stored["h.0.attn.c_attn.weight"].shape == (8, 24)  # Conv1D layout (in, out)
+    from safetensors import safe_open
+
+    with safe_open(path, framework="numpy") as f:
+        meta = f.metadata()
+    assert meta["step"] == "5" and meta["format"] == "nova.checkpoint"
+    assert meta["model"] == "GPT2" and meta["opt_leaves"] == str(n_opt)
+
+
+class _FailingFile:
+    """Writes the first half of what it is given, then fails like a full disk."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def write(self, data):
+        self.f.write(data[: len(data) // 2])
+        self.f.flush()
+        raise OSError(28, "No space left on device")
+
+
+def test_interrupted_save_keeps_previous_checkpoint(tmp_path, model, monkeypatch):
+    path = tmp_path / "ckpt.safetensors"
+    nn.save_checkpoint(path, model, step=1, config=CFG)
+    before = path.read_bytes()
+    changed = model.map_parameters(lambda n, p: p + 1.0)
+    real_fdopen = os.fdopen
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: _FailingFile(real_fdopen(fd, *a, **k)))
+    with pytest.raises(OSError, match="No space left"):
+        nn.save_checkpoint(path, changed, step=2, config=CFG)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["ckpt.safetensors"]  # the partial temporary file is gone
+    loaded, _, step, _ = nn.load_checkpoint(path, model)
+    assert step == 1
+    _params_equal(loaded, model)
+
+    # An interruption at the rename (after the temporary file is complete) also leaves it intact.
+    def interrupted_replace(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted_replace)
+    with pytest.raises(KeyboardInterrupt):
+        nn.save_checkpoint(path, changed, step=3)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["ckpt.safetensors"]
+    # A successful save replaces it.
+    nn.save_checkpoint(path, changed, step=4)
+    loaded, _, step, config = nn.load_checkpoint(path, model)
+    assert step == 4 and config is None
+    _params_equal(loaded, changed)
+
+
+def test_mismatched_models_raise_naming_parameter_and_shapes(tmp_path, model):
+    path = tmp_path / "ckpt.safetensors"
+    nn.save_checkpoint(path, model, _opt_state(model), step=1)
+    wider = nn.GPT2.init(nn.GPT2Config(16, 8, 1, 2, 16), nova.random.key(0))
+    with pytest.raises(ValueError, match=r"'wte.weight' has shape \(16, 8\) in the checkpoint but "
+                                         r"\(16, 16\)"):
+        nn.load_checkpoint(path, wider)
+    deeper = nn.GPT2.init(nn.GPT2Config(16, 8, 2, 2, 8), nova.random.key(0))
+    with pytest.raises(KeyError, match=r"missing parameters \['h.1.ln_1.weight'"):
+        nn.load_checkpoint(path, deeper)
+    nn.save_checkpoint(path, deeper)
+    with pytest.raises(KeyError, match=r"unexpected parameters \['h.1.attn.c_attn.bias'"):
+        nn.load_checkpoint(path, model)
+    # Optimizer state: missing, wrong leaf count, wrong leaf shape.
+    with pytest.raises(KeyError, match="no optimizer state"):
+        nn.load_checkpoint(path, deeper, {"count": np.array(0, np.int32)})
+    nn.save_checkpoint(path, model, {"count": np.array(3, np.int32), "m": np.zeros((2, 3))})
+    with pytest.raises(ValueError, match="2 leaves in the checkpoint but 1"):
+        nn.load_checkpoint(path, model, {"count": np.array(0, np.int32)})
+    with pytest.raises(ValueError, match=r"'opt.1' has shape \(2, 3\) in the checkpoint but "
+                                         r"\(3, 2\)"):
+        nn.load_checkpoint(path, model, {"count": np.array(0, np.int32), "m": np.zeros((3, 2))})
+    with pytest.raises(ValueError, match="'opt.0' has dtype int32 in the checkpoint but float32"):
+        nn.load_checkpoint(path, model, {"count": np.float32(0), "m": np.zeros((2, 3))})
+
+
+def test_truncated_and_corrupt_files_raise_naming_the_path(tmp_path, model):
+    path = tmp_path / "ckpt.safetensors"
+    nn.save_checkpoint(path, model, step=1)
+    data = path.read_bytes()
+    for i, bad in enumerate([data[: len(data) // 2], data[:5], b"", b"\xff" * 64]):
+        p = tmp_path / f"bad{i}.safetensors"
+        p.write_bytes(bad)
+        with pytest.raises(nn.CheckpointError, match=f"bad{i}.safetensors.*truncated or corrupt"):
+            nn.load_checkpoint(p, model)
+    assert issubclass(nn.CheckpointError, ValueError)
+    foreign = tmp_path / "foreign.safetensors"
+    st.save_file({"x": np.zeros(3, np.float32)}, foreign)
+    with pytest.raises(nn.CheckpointError, match="not a Nova checkpoint"):
+        nn.load_checkpoint(foreign, model)
+    with pytest.raises(FileNotFoundError):
+        nn.load_checkpoint(tmp_path / "absent.safetensors", model)
+
+
+def test_save_argument_errors(tmp_path, model):
+    with pytest.raises(TypeError, match="not JSON-serializable"):
+        nn.save_checkpoint(tmp_path / "c.safetensors", model, config={"f": object()})
+    with pytest.raises(TypeError, match="must be a nova.nn.Module"):
+        nn.save_checkpoint(tmp_path / "c.safetensors", {"w": np.zeros(2)})
+    assert not os.listdir(tmp_path)

@@ -5,3 +5,4 @@ from nova.ops import random_bits  # noqa: F401
 from nova.ops import indexing, slicing  # noqa: F401
 from nova.ops import scan, sort  # noqa: F401
 from nova.ops import lax  # noqa: F401
+from nova.ops import attention  # noqa: F401

@@ -193,12 +193,19 @@ def _peak_bytes(program: Program) -> tuple[int, int]:
 class Compiled:
     """A compiled program for one signature: call it, read its text, costs and memory."""
 
-    def __init__(self, program: Program, out_tree: PyTreeDef, sig: _Signature, fn):
+    def __init__(self, program: Program, out_tree: PyTreeDef, sig: _Signature, fn,
+                 target: str | None = None):
         self.program = program
         self.out_tree = out_tree
         self._sig = sig
         self._fn = fn
-        self._exe = _compile_for_backend(program, fn._donated_leaves(sig) if fn else ())
+        donated = fn._donated_leaves(sig) if fn else ()
+        if target is not None and target.startswith("cuda"):
+            from nova.compiler.backend_cuda import compile_program as compile_cuda
+
+            self._exe = compile_cuda(program, target=target, donated=donated)
+        else:
+            self._exe = _compile_for_backend(program, donated)
 
     def as_text(self) -> str:
         text = getattr(self._exe, "as_text", None)
@@ -263,7 +270,7 @@ class Lowered:
 
     def compile(self) -> Compiled:
         t = self._traced
-        return Compiled(self.program, t.out_tree, t._sig, t._fn)
+        return Compiled(self.program, t.out_tree, t._sig, t._fn, target=self.target)
 
 
 class Traced:

@@ -1,0 +1,407 @@
+"""nova.nn functions against JAX/PyTorch references (values and gradients, stability cases), layers,
+Module pytree behaviour, freezing, dropout and GPT-2's API."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+import torch
+
+import nova
+import nova.nn as nn
+import nova.numpy as jnp
+from tests.helpers import assert_close
+
+RNG = np.random.default_rng(0)
+
+
+def _value_and_vjp(f, *args):
+    """Nova under one jit: f(*args) and the gradients of sum(f(*args) * ct) with respect to every
+    argument, for a random cotangent ct (returned too)."""
+    shape = nova.make_program(f)(*args).outputs[0].type.shape  # traced only, not compiled
+    ct = RNG.standard_normal(shape).astype(np.float32)
+
+    def run(args, ct):
+        return f(*args), nova.grad(lambda a: jnp.sum(f(*a) * ct))(args)
+
+    y, g = nova.jit(run)(list(args), ct)
+    return np.asarray(y), [np.asarray(x) for x in g], ct
+
+
+def _jax_value_and_vjp(f, args, ct):
+    y, vjp = jax.vjp(f, *[jjnp.asarray(a) for a in args])
+    return np.asarray(y), [np.asarray(g) for g in vjp(jjnp.asarray(ct))]
+
+
+X = RNG.standard_normal((4, 7)).astype(np.float32) * 3
+
+UNARY = [
+    ("relu", nn.relu, jax.nn.relu),
+    ("gelu", nn.gelu, lambda x: jax.nn.gelu(x, approximate=False)),
+    ("gelu_tanh", lambda x: nn.gelu(x, approximate=True), lambda x: jax.nn.gelu(x, approximate=True)),
+    ("silu", nn.silu, jax.nn.silu),
+    ("softmax", nn.softmax, jax.nn.softmax),
+    ("softmax_axis0", lambda x: nn.softmax(x, axis=0), lambda x: jax.nn.softmax(x, axis=0)),
+    ("log_softmax", nn.log_softmax, jax.nn.log_softmax),
+    ("logsumexp", lambda x: nn.logsumexp(x, axis=-1), lambda x: jax.nn.logsumexp(x, axis=-1)),
+]
+
+
+@pytest.mark.parametrize("name,f,ref", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_functions_match_jax(name, f, ref):
+    y, (g,), ct = _value_and_vjp(f, X)
+    ry, (rg,) = _jax_value_and_vjp(ref, [X], ct)
+    assert_close(y, ry, rtol=1e-5, atol=1e-5, err_msg=name)
+    assert_close(g, rg, rtol=1e-5, atol=1e-5, err_msg=f"gradient of {name}")
+
+
+def test_layer_norm_matches_torch():
+    x = RNG.standard_normal((3, 5, 16)).astype(np.float32) * 4 + 2
+    w = RNG.standard_normal(16).astype(np.float32)
+    b = RNG.standard_normal(16).astype(np.float32)
+    y, (gx, gw, gb), ct = _value_and_vjp(lambda x, w, b: nn.layer_norm(x, w, b), x, w, b)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ty = torch.nn.functional.layer_norm(tx, (16,), tw, tb, eps=1e-5)
+    ty.backward(torch.tensor(ct))
+    assert_close(y, ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for a, t, n in ((gx, tx, "x"), (gw, tw, "weight"), (gb, tb, "bias")):
+        assert_close(a, t.grad.numpy(), rtol=1e-4, atol=1e-4, err_msg=f"gradient of {n}")
+    with pytest.raises(ValueError, match=r"weight must have shape \(16,\)"):
+        nn.layer_norm(x, w[:8], b)
+
+
+def test_one_hot():
+    labels = np.array([[0, 3], [5, -1]], np.int32)
+    out = np.asarray(nn.one_hot(labels, 4))
+    np.testing.assert_array_equal(out, np.asarray(jax.nn.one_hot(labels, 4)))
+    assert out.dtype == np.float32 and out.shape == (2, 2, 4)
+    with pytest.raises(TypeError, match="labels must be integers"):
+        nn.one_hot(np.zeros(2, np.float32), 4)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_matches_torch_with_ignore_index(reduction):
+    logits = RNG.standard_normal((6, 10)).astype(np.float32) * 3
+    labels = np.array([1, 9, -100, 0, 4, -100], np.int32)
+    y, (g,), ct = _value_and_vjp(lambda z: nn.cross_entropy(z, labels, reduction=reduction),
+                                 logits)
+    tz = torch.tensor(logits, requires_grad=True)
+    ty = torch.nn.functional.cross_entropy(tz, torch.tensor(labels, dtype=torch.long),
+                                           ignore_index=-100, reduction=reduction)
+    ty.backward(torch.tensor(ct))
+    assert_close(y, ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(g, tz.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_cross_entropy_argument_errors():
+    z = np.zeros((3, 4), np.float32)
+    with pytest.raises(TypeError, match="labels must be integers"):
+        nn.cross_entropy(z, np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match=r"labels of shape \(4,\) do not match logits"):
+        nn.cross_entropy(z, np.zeros(4, np.int32))
+    with pytest.raises(ValueError, match="reduction must be"):
+        nn.cross_entropy(z, np.zeros(3, np.int32), reduction="avg")
+
+
+def test_stability_huge_logits_and_all_masked_rows():
+    big = np.array([[1e4, 0.0, -1e4], [1e4, 1e4 - 1.0, 3.0]], np.float32)
+
+    def f(z):
+        return (nn.softmax(z), nn.log_softmax(z), nn.logsumexp(z, axis=-1),
+                nn.cross_entropy(z, np.array([1, 0], np.int32)))
+
+    outs = [np.asarray(o) for o in nova.jit(f)(big)]
+    refs = [jax.nn.softmax(big), jax.nn.log_softmax(big), jax.nn.logsumexp(big, axis=-1),
+            -jax.nn.log_softmax(big)[np.arange(2), [1, 0]].mean()]
+    for o, r in zip(outs, refs, strict=True):
+        assert np.all(np.isfinite(o))
+        assert_close(o, np.asarray(r), rtol=1e-6, atol=1e-6)
+    g = np.asarray(nova.grad(lambda z: nn.cross_entropy(z, np.array([1, 0], np.int32)))(big))
+    assert np.all(np.isfinite(g))
+    # A softmax row of all -inf gives zeros (value and gradient), the others are untouched.
+    z = np.array([[-np.inf] * 3, [0.0, 1.0, -np.inf]], np.float32)
+    ct = np.array([[1.0, 2.0, 3.0], [1.0, -1.0, 0.5]], np.float32)
+    s, gs = nova.jit(nova.value_and_grad(lambda z: jnp.sum(nn.softmax(z) ** 2 * ct)))(z)
+    p = np.asarray(nn.softmax(z))
+    np.testing.assert_array_equal(p[0], 0.0)
+    assert_close(p[1], np.asarray(jax.nn.softmax(z[1])))
+    assert np.all(np.isfinite(np.asarray(gs)))
+
+
+def _torch_sdpa(q, k, v, ct, **kw):
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    y = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, **kw)
+    y.backward(torch.tensor(ct))
+    return y.detach().numpy(), [t.grad.numpy() for t in (tq, tk, tv)]
+
+
+SDPA_CASES = {
+    "plain": ({}, {}),
+    "causal": ({"causal": True}, {"is_causal": True}),
+    "scale": ({"scale": 0.3}, {"scale": 0.3}),
+    "bool_mask": ({"mask": RNG.random((5, 6)) < 0.7}, None),
+    "float_mask": ({"mask": RNG.standard_normal((2, 1, 5, 6)).astype(np.float32)}, None),
+}
+
+
+@pytest.mark.parametrize("case", list(SDPA_CASES))
+def test_scaled_dot_product_attention_matches_torch(case):
+    kw, tkw = SDPA_CASES[case]
+    tq = 5 if case != "causal" else 6
+    q = RNG.standard_normal((2, 3, tq, 4)).astype(np.float32)
+    k = RNG.standard_normal((2, 3, 6, 4)).astype(np.float32)
+    v = RNG.standard_normal((2, 3, 6, 8)).astype(np.float32)
+    if tkw is None:  # masks pass to torch as attn_mask (bool True = attend, float added)
+        mask = kw["mask"]
+        if mask.dtype == bool:
+            mask = mask.copy()
+            mask[:, 0] = True  # torch gives NaN for fully masked rows; tested separately below
+        kw, tkw = {"mask": mask}, {"attn_mask": torch.tensor(mask)}
+    y, grads, ct = _value_and_vjp(lambda q, k, v: nn.scaled_dot_product_attention(q, k, v, **kw),
+                                  q, k, v)
+    ry, rgrads = _torch_sdpa(q, k, v, ct, **tkw)
+    assert y.shape == (2, 3, tq, 8)
+    assert_close(y, ry, rtol=1e-5, atol=1e-5)
+    for g, r, n in zip(grads, rgrads, "qkv", strict=True):
+        assert_close(g, r, rtol=1e-4, atol=1e-5, err_msg=f"gradient of {n}")
+
+
+def test_attention_fully_masked_row_gives_zeros_not_nan():
+    q = RNG.standard_normal((2, 4, 8)).astype(np.float32) * 100  # huge scores too
+    k = RNG.standard_normal((2, 5, 8)).astype(np.float32) * 100
+    v = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    mask = RNG.random((4, 5)) < 0.6
+    mask[2] = False  # query 2 may attend to nothing
+    mask[0, 0] = True
+    y, (gq, gk, gv), ct = _value_and_vjp(
+        lambda q, k, v: nn.scaled_dot_product_attention(q, k, v, mask=mask), q, k, v)
+    for a in (y, gq, gk, gv):
+        assert np.all(np.isfinite(a))
+    np.testing.assert_array_equal(y[:, 2], 0.0)
+    np.testing.assert_array_equal(gq[:, 2], 0.0)
+    # The other rows agree with the reference that leaves row 2 out.
+    keep = [0, 1, 3]
+    ry, (rq, rk, rv) = _jax_value_and_vjp(
+        lambda q, k, v: jax.nn.dot_product_attention(
+            q[:, :, None], k[:, :, None], v[:, :, None], mask=mask[keep])[:, :, 0],
+        [q[:, keep], k, v], ct[:, keep])
+    assert_close(y[:, keep], ry, rtol=1e-4, atol=1e-4)
+    assert_close(gq[:, keep], rq, rtol=1e-4, atol=1e-3)
+    assert_close(gk, rk, rtol=1e-4, atol=1e-3)
+    assert_close(gv, rv, rtol=1e-4, atol=1e-4)
+
+
+# --- layers ----------------------------------------------------------------------------------
+
+
+def test_linear_embedding_layernorm():
+    lin = nn.Linear.init(nova.random.key(0), 6, 3)
+    assert lin.weight.shape == (6, 3) and lin.bias.shape == (3,)
+    x = RNG.standard_normal((2, 6)).astype(np.float32)
+    assert_close(np.asarray(lin(x)), x @ np.asarray(lin.weight) + np.asarray(lin.bias))
+    with pytest.raises(ValueError, match=r"does not end in in_features = 6"):
+        lin(np.zeros((2, 5), np.float32))
+    assert nn.Linear.init(nova.random.key(0), 6, 3, bias=False).bias is None
+    emb = nn.Embedding.init(nova.random.key(1), 10, 4)
+    idx = np.array([[1, 9], [0, 1]], np.int32)
+    assert_close(np.asarray(emb(idx)), np.asarray(emb.weight)[idx])
+    with pytest.raises(TypeError, match="indices must be integers"):
+        emb(np.zeros(2, np.float32))
+    ln = nn.LayerNorm.init(4)
+    assert_close(np.asarray(ln.weight), np.ones(4)) and assert_close(np.asarray(ln.bias), np.zeros(4))
+
+
+def test_dropout_is_key_deterministic_and_identity_in_eval():
+    x = jnp.ones((64, 64))
+    drop = nn.Dropout(0.25)
+    k1, k2 = nova.random.split(nova.random.key(3))
+    a, b, c = (np.asarray(drop(x, key=k, train=True)) for k in (k1, k1, k2))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    assert set(np.unique(a)) == {0.0, np.float32(1 / 0.75)}
+    assert abs((a == 0).mean() - 0.25) < 0.03
+    np.testing.assert_array_equal(np.asarray(drop(x, key=k1)), 1.0)  # train=False: identity
+    np.testing.assert_array_equal(np.asarray(nn.Dropout(0.0)(x, train=True)), 1.0)
+    with pytest.raises(ValueError, match="needs a nova.random key"):
+        drop(x, train=True)
+    with pytest.raises(ValueError, match=r"rate must be in \[0, 1\)"):
+        nn.Dropout(1.0)
+    # Under jit the same key gives the same mask as eagerly.
+    jitted = nova.jit(lambda x, k: drop(x, key=k, train=True))
+    np.testing.assert_array_equal(np.asarray(jitted(x, k1)), a)
+
+
+def test_causal_self_attention_does_not_look_ahead():
+    attn = nn.CausalSelfAttention.init(nova.random.key(0), 16, 4)
+    f = nova.jit(lambda m, x: m(x))
+    x = RNG.standard_normal((2, 6, 16)).astype(np.float32)
+    x2 = x.copy()
+    x2[:, 4:] += 5.0
+    y, y2 = np.asarray(f(attn, x)), np.asarray(f(attn, x2))
+    assert y.shape == (2, 6, 16)
+    assert_close(y2[:, :4], y[:, :4], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(y2[:, 4:], y[:, 4:])
+
+
+# --- Module ------------------------------------------------------------------------------------
+
+CFG = nn.GPT2Config(vocab_size=64, block_size=16, n_layer=2, n_head=2, n_embd=32)
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    return nn.GPT2.init(CFG, nova.random.key(0))
+
+
+def test_gpt2_parameter_names_and_count(gpt):
+    names = list(gpt.named_parameters())
+    per_block = ["ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+                 "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+                 "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"]
+    assert names == (["wte.weight", "wpe.weight"]
+                     + [f"h.{i}.{n}" for i in range(2) for n in per_block]
+                     + ["ln_f.weight", "ln_f.bias"])
+    d, v, t, L = 32, 64, 16, 2
+    expected = v * d + t * d + L * (12 * d * d + 13 * d) + 2 * d
+    assert gpt.num_parameters() == expected == sum(p.size for p in gpt.parameters())
+    assert nn.GPT2Config.gpt2().n_layer == 12 and nn.GPT2Config.tiny().n_embd == 128
+    sd = gpt.state_dict()
+    assert isinstance(sd["h.1.mlp.c_fc.weight"], np.ndarray)
+    assert sd["h.1.mlp.c_fc.weight"].shape == (32, 128)
+
+
+def test_gpt2_init_is_deterministic_and_gpt2_scaled(gpt):
+    again = nn.GPT2.init(CFG, nova.random.key(0)).state_dict()
+    other = nn.GPT2.init(CFG, nova.random.key(1)).state_dict()
+    sd = gpt.state_dict()
+    for k in sd:
+        np.testing.assert_array_equal(sd[k], again[k], err_msg=k)
+    assert not np.array_equal(sd["wte.weight"], other["wte.weight"])
+    proj = np.concatenate([sd[f"h.{i}.{n}.c_proj.weight"].ravel() for i in range(2)
+                           for n in ("attn", "mlp")])
+    assert abs(proj.std() / (0.02 / np.sqrt(4)) - 1) < 0.05
+    fc = np.concatenate([sd[f"h.{i}.mlp.c_fc.weight"].ravel() for i in range(2)])
+    assert abs(fc.std() / 0.02 - 1) < 0.05 and abs(fc.mean()) < 0.002
+    assert abs(sd["wpe.weight"].std() / 0.01 - 1) < 0.1
+    np.testing.assert_array_equal(sd["h.0.attn.c_attn.bias"], 0.0)
+    np.testing.assert_array_equal(sd["h.1.ln_2.weight"], 1.0)
+    # Independent draws per layer.
+    assert not np.array_equal(sd["h.0.mlp.c_fc.weight"], sd["h.1.mlp.c_fc.weight"])
+
+
+def test_module_is_a_pytree_and_grad_is_model_shaped(gpt):
+    leaves, td = nova.tree_util.tree_flatten(gpt)
+    assert len(leaves) == len(gpt.parameters())
+    rebuilt = nova.tree_util.tree_unflatten(td, leaves)
+    assert isinstance(rebuilt, nn.GPT2) and rebuilt.config == CFG
+    # Static fields are part of the structure: another head count is another treedef.
+    other = nn.GPT2.init(dataclasses.replace(CFG, n_head=4), nova.random.key(0))
+    assert nova.tree_util.tree_structure(other) != td
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        gpt.wte = None
+    idx = np.arange(32, dtype=np.int32).reshape(2, 16) % 64
+    g = nova.jit(nova.grad(lambda m: m.loss(idx, (idx + 1) % 64)))(gpt)
+    assert isinstance(g, nn.GPT2) and isinstance(g.h[1].attn, nn.CausalSelfAttention)
+    shapes = {k: v.shape for k, v in gpt.named_parameters().items()}
+    assert {k: v.shape for k, v in g.named_parameters().items()} == shapes
+    assert float(jnp.sum(jnp.abs(g.h[0].mlp.c_fc.weight))) > 0
+    assert "Linear(weight=float32[32,96], bias=float32[96])" in repr(gpt)
+
+
+def test_load_state_dict_errors(gpt):
+    sd = gpt.state_dict()
+    restored = gpt.load_state_dict({k: v * 2 for k, v in sd.items()})
+    assert_close(np.asarray(restored.ln_f.weight), 2 * sd["ln_f.weight"])
+    bad = dict(sd)
+    del bad["h.1.ln_2.bias"]
+    with pytest.raises(KeyError, match=r"missing parameters \['h.1.ln_2.bias'\]"):
+        gpt.load_state_dict(bad)
+    with pytest.raises(KeyError, match=r"unexpected parameters \['lm_head.weight'\]"):
+        gpt.load_state_dict({**sd, "lm_head.weight": sd["wte.weight"]})
+    with pytest.raises(ValueError, match=r"'wpe.weight' has shape \(16, 32\) in the model but "
+                                         r"\(8, 32\)"):
+        gpt.load_state_dict({**sd, "wpe.weight": sd["wpe.weight"][:8]})
+    with pytest.raises(ValueError, match="'wpe.weight' has dtype float32 in the model but float64"):
+        gpt.load_state_dict({**sd, "wpe.weight": sd["wpe.weight"].astype(np.float64)})
+
+
+def test_freezing_by_partition(gpt):
+    params, frozen = nn.partition(gpt, ["wte.*", "h.0.*"])
+    assert params.wte.weight is None and frozen.wte.weight is not None
+    assert params.h[1].mlp.c_fc.weight is not None and frozen.h[1].mlp.c_fc.weight is None
+    assert set(params.named_parameters()).isdisjoint(frozen.named_parameters())
+    idx = (np.arange(32, dtype=np.int32).reshape(2, 16) * 5) % 64
+
+    @nova.jit
+    def step(params, frozen):
+        loss, g = nova.value_and_grad(lambda p: nn.combine(p, frozen).loss(idx, idx))(params)
+        return loss, g, nova.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, g)
+
+    loss, g, new_params = step(params, frozen)
+    assert g.wte.weight is None and g.h[0].attn.c_attn.weight is None  # no gradient at all
+    assert set(g.named_parameters()) == set(params.named_parameters())
+    new = nn.combine(new_params, frozen)
+    before, after = gpt.state_dict(), new.state_dict()
+    for k in before:
+        same = np.array_equal(before[k], after[k])
+        if k.startswith(("wte.", "h.0.")):
+            assert same, f"frozen {k} changed"
+        elif k.endswith(".weight") and "ln" not in k:
+            assert not same, f"trainable {k} did not change"
+    # The full model's loss equals the partitioned one; a predicate works as well as patterns.
+    assert_close(float(loss), float(nova.jit(lambda m: m.loss(idx, idx))(gpt)), rtol=1e-6)
+    p2, _ = nn.partition(gpt, lambda name, p: name.endswith(".bias"))
+    assert all(not k.endswith(".bias") for k in p2.named_parameters())
+    with pytest.raises(ValueError, match=r"patterns \['h.9.\*'\] match no parameter"):
+        nn.partition(gpt, ["h.9.*"])
+
+
+def test_custom_module_static_fields_and_containers():
+    class Head(nn.Module):
+        layers: list
+        scale: float = nn.static_field(default=2.0)
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = nn.relu(layer(x))
+            return x * self.scale
+
+    layers = [nn.Linear.init(k, 3, 3) for k in nova.random.split(nova.random.key(0), 2)]
+    head = Head(layers)
+    assert list(head.named_parameters()) == ["layers.0.weight", "layers.0.bias",
+                                             "layers.1.weight", "layers.1.bias"]
+    _, td = nova.tree_util.tree_flatten(head)
+    assert nova.tree_util.tree_structure(Head(layers, 3.0)) != td
+    g = nova.grad(lambda h: jnp.sum(h(np.ones((2, 3), np.float32))))(head)
+    assert isinstance(g, Head) and g.scale == 2.0 and len(g.layers) == 2
+
+    class Bad(nn.Module):
+        w: object
+
+    with pytest.raises(TypeError, match="field 'w' holds a str"):
+        Bad("oops").named_parameters()
+
+
+def test_gpt2_call_errors_and_dropout():
+    cfg = dataclasses.replace(CFG, n_layer=1, dropout=0.1)
+    m = nn.GPT2.init(cfg, nova.random.key(0))
+    idx = np.zeros((1, 8), np.int32)
+    with pytest.raises(ValueError, match="T = 17 exceeds block_size = 16"):
+        m(np.zeros((1, 17), np.int32))
+    with pytest.raises(TypeError, match="must be an integer array"):
+        m(np.zeros((1, 8), np.float32))
+    with pytest.raises(ValueError, match=r"must have shape \(B, T\)"):
+        m(np.zeros(8, np.int32))
+    with pytest.raises(ValueError, match="not divisible by n_head"):
+        nn.GPT2Config(n_embd=30, n_head=4)
+    f = nova.jit(lambda m, k: (m(idx, key=k, train=True), m(idx)), static_argnums=())
+    k1, k2 = nova.random.split(nova.random.key(7))
+    a, ev = (np.asarray(o) for o in f(m, k1))
+    b, ev2 = (np.asarray(o) for o in f(m, k2))
+    np.testing.assert_array_equal(ev, ev2)  # eval ignores the key
+    assert not np.allclose(a, b) and not np.allclose(a, ev)
+    np.testing.assert_array_equal(a, np.asarray(f(m, k1)[0]))
+    with pytest.raises(ValueError, match="needs a nova.random key"):
+        m(idx, train=True)

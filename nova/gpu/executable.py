@@ -127,7 +127,14 @@ class CUDAExecutable:
 
     def __call__(self, values: list) -> list:
         if not self._ready:
-            self._prepare()
+            from nova.gpu.driver import GPUUnavailableError
+
+            try:
+                self._prepare()
+            except GPUUnavailableError as e:
+                raise GPUUnavailableError(
+                    f"this program was compiled for {self.target} and needs an NVIDIA GPU to run: "
+                    f"{e}") from None
         for i, v in enumerate(values[: self.n_inputs]):
             t = self.slot_types[i]
             a = np.ascontiguousarray(np.asarray(v, dtype=t.dtype).reshape(t.shape))

@@ -1,0 +1,207 @@
+"""The CUDA backend: passes -> fusion -> GPU kernel synthesis -> PTX in the kernel cache -> executable.
+
+Cross-compilation: `nova.jit(f).lower(*shape_dtype_structs, target="cuda:sm_90").compile()` runs
+on a machine without a GPU and writes every kernel's PTX into the disk cache
+(`$NOVA_CACHE_DIR/cuda/<key[:2]>/<key>.json`: entry name, PTX text, its sha256, launch
+configuration). Kernel text generation is pure Python, so a GPU machine with that cache rebuilds
+the same keys and loads the PTX without importing MLIR (MLIR is imported only on a cache miss).
+
+Kernels: loop kernels (elementwise, row reductions) and contractions (TF32 tensor cores when the
+matmul precision is "tf32", SIMT otherwise); an epilogue the GEMM cannot evaluate becomes its own
+loop kernel, and a dot_general that is no GEMM over its operands' memory runs as a loop kernel
+reducing the contracting axes (both generated GPU code, as on the CPU backend). Constants too large
+to inline are uploaded once. Sequential kernels (scatter, scan, sort) and other host primitives
+have no GPU kernel yet: compiling them raises NotImplementedError naming the kernel kind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+
+import numpy as np
+
+from nova.compiler import cache
+from nova.compiler.backend_cpu import _contraction_as_loop, _empty, _host_fn, _memory, _split_epilogue
+from nova.compiler.codegen.cuda.compile import compile_to_ptx, parse_target, wrap_module
+from nova.compiler.codegen.cuda.loops import emit_gpu_loop_kernel
+from nova.compiler.codegen.cuda.matmul import emit_gpu_contraction
+from nova.compiler.fuse import fuse
+from nova.compiler.kernel import Kernel
+from nova.compiler.plan_memory import plan_memory
+from nova.config import config
+from nova.core.errors import CompilerError
+from nova.core.ir import Program
+from nova.gpu.device import describe
+from nova.gpu.executable import CUDAExecutable, GPULaunch
+from nova.gpu.module import LaunchConfig
+
+# Bump when generated GPU code changes meaning or launch ABI: old disk entries then miss.
+CUDA_CODEGEN_VERSION = "nova-cuda-1"
+stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0}
+_mem: dict[str, dict] = {}
+
+
+# --- kernel synthesis -----------------------------------------------------------------------------
+def lower_kernel(k: Kernel, arch: str, precision: str) -> list:
+    """[(codegen kernel, emitter)] implementing fusion kernel k on the GPU, in launch order.
+    Emitters carry `.text`, `.grid`, `.block`, `.shared_bytes`.
+
+    Raises NotImplementedError naming the kernel kind when there is no GPU kernel for it."""
+    if k.kind == "loop":
+        return [(k, emit_gpu_loop_kernel(k.name, k))]
+    if k.kind == "contraction":
+        try:
+            return [(k, emit_gpu_contraction(k.name, k, precision))]
+        except NotImplementedError:
+            if len(k.program.eqns) > 1:  # GEMM + separate epilogue loop kernel
+                return [part for p in _split_epilogue(k) for part in lower_kernel(p, arch, precision)]
+            x = k.program.eqns[0].inputs[0]
+            if x.type.dtype.kind != "f":
+                raise
+            gk = _contraction_as_loop(k)  # contracting axes reduced by a row kernel
+            gk.schedule["gpu_schedule"] = "loop"
+            return [(gk, emit_gpu_loop_kernel(gk.name, gk))]
+    raise NotImplementedError(
+        f"cuda backend: no GPU kernel for kernel kind {k.kind!r} (ops {k.op_names()}); "
+        "supported kinds: 'loop', 'contraction', and large constants")
+
+
+def _check_limits(sym: str, em, arch: str) -> None:
+    """The launch configuration fits the architecture's limits (else a codegen bug)."""
+    props = describe(arch)
+    threads = int(np.prod(em.block))
+    if threads > props.max_threads_per_block or em.shared_bytes > props.max_shared_memory_per_block:
+        raise CompilerError(f"cuda codegen: kernel {sym} needs {threads} threads and "
+                            f"{em.shared_bytes} B of shared memory per block, over {arch}'s limits")
+    if em.grid[0] >= 2**31 or max(em.grid[1:]) > 65535:
+        raise CompilerError(f"cuda codegen: kernel {sym} grid {em.grid} exceeds CUDA's limits")
+
+
+# --- the disk cache -----------------------------------------------------------------------------
+def _entry_path(key: str) -> str:
+    return os.path.join(cache.cache_dir(), "cuda", key[:2], key + ".json")
+
+
+def _disk_get(key: str) -> dict | None:
+    path = _entry_path(key)
+    try:
+        with open(path) as f:
+            rec = json.load(f)
+        if hashlib.sha256(rec["ptx"].encode()).hexdigest() != rec["sha256"]:
+            raise ValueError("PTX hash mismatch")
+        stats["disk_hits"] += 1
+        return rec
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        stats["corrupt"] += 1
+        warnings.warn(f"nova: dropping corrupt CUDA kernel cache entry {path}: {e}", stacklevel=2)
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        return None
+
+
+def _disk_put(key: str, rec: dict) -> None:
+    path = _entry_path(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(rec, f)
+        os.replace(tmp, path)
+    except OSError as e:
+        warnings.warn(f"nova: cannot write the CUDA kernel cache ({e}); in-memory only",
+                      stacklevel=2)
+
+
+def compile_kernels(fused, target: str, precision: str | None = None) -> dict:
+    """{id(fusion kernel): [(codegen kernel, record)]}; a record has entry, ptx, grid, block,
+    shared_bytes. PTX comes from the memory or disk cache, else from MLIR (one batch)."""
+    arch = parse_target(target)
+    precision = precision or config.read("matmul_precision")
+    result, missing = {}, {}
+    for k in fused.kernels:
+        if k.kind.startswith("host:") or _empty(k):
+            continue
+        parts = []
+        for gk, em in lower_kernel(k, arch, precision):
+            sym = gk.name
+            _check_limits(sym, em, arch)
+            text = wrap_module(sym, em.text, arch)
+            key = cache.kernel_key(sym, text, f"{target}|{CUDA_CODEGEN_VERSION}")
+            rec = _mem.get(key)
+            if rec is not None:
+                stats["memory_hits"] += 1
+            else:
+                rec = _disk_get(key)
+                if rec is not None:
+                    _mem[key] = rec
+            if rec is None:
+                missing[key] = (sym, text, em, gk)
+            parts.append((gk, key))
+        result[id(k)] = parts
+    if missing:
+        stats["misses"] += len(missing)
+        ptx = compile_to_ptx({sym: text for sym, text, _, _ in missing.values()},
+                             dump_dir=os.environ.get("NOVA_DUMP_DIR"),
+                             what=f"{len(missing)} GPU kernel(s) for {target}")
+        for key, (sym, _, em, gk) in missing.items():
+            rec = {"entry": sym, "ptx": ptx[sym], "sha256": hashlib.sha256(ptx[sym].encode()).hexdigest(),
+                   "grid": list(em.grid), "block": list(em.block), "shared_bytes": em.shared_bytes,
+                   "kind": gk.kind, "target": target, "version": CUDA_CODEGEN_VERSION}
+            _mem[key] = rec
+            _disk_put(key, rec)
+    return {kid: [(gk, _mem[key]) for gk, key in parts] for kid, parts in result.items()}
+
+
+# --- the executable -------------------------------------------------------------------------------
+def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecutable:
+    """The CUDA executable of `program` for target "cuda:sm_XX" (no GPU needed to build it; calling
+    it needs one and raises GPUUnavailableError otherwise)."""
+    fused = fuse(program)
+    kernels = compile_kernels(fused, target)
+    slots = {id(v): i for i, v in enumerate(program.inputs)}
+    types = {id(v): v.type for v in program.inputs}
+
+    def slot(v):
+        types[id(v)] = v.type
+        if id(v) not in slots:
+            slots[id(v)] = len(slots)
+        return slots[id(v)]
+
+    launches, per_kernel = [], []
+    for k in fused.kernels:
+        if k.kind.startswith("host:") or _empty(k):
+            if k.inputs and not _empty(k):
+                raise NotImplementedError(
+                    f"cuda backend: kernel kind {k.kind!r} has no GPU kernel (ops {k.op_names()})")
+            value = _host_fn(k)([])  # constants (no inputs) and empty outputs: computed once
+            launches.append(GPULaunch(k.name, [], [slot(v) for v in k.outputs],
+                                      [v.type for v in k.outputs], host_value=value))
+            continue
+        for gk, rec in kernels[id(k)]:
+            launches.append(GPULaunch(
+                gk.name, [slot(v) for v in gk.program.inputs], [slot(v) for v in gk.program.outputs],
+                [v.type for v in gk.program.outputs], rec["ptx"], rec["entry"],
+                LaunchConfig(tuple(rec["grid"]), tuple(rec["block"]), 0), gk,
+                info={"kind": gk.kind, "shared_bytes": rec["shared_bytes"]}))
+        flops = sum(e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs],
+                                **e.params).flops for e in k.program.eqns)
+        moved = sum(v.type.nbytes for v in k.inputs) + sum(v.type.nbytes for v in k.outputs)
+        per_kernel.append({"kernel": k.name, "kind": k.kind, "flops": flops, "bytes": moved})
+    output_slots = [slot(v) for v in program.outputs]
+    slot_types = {s: types[i] for i, s in slots.items()}
+    plan = plan_memory(launches, len(program.inputs), output_slots, slot_types,
+                       donated=set(donated))
+    memory = _memory(program, fused)
+    memory.update(plan.summary())
+    costs = {"flops": sum(p["flops"] for p in per_kernel),
+             "bytes accessed": sum(p["bytes"] for p in per_kernel), "per_kernel": per_kernel}
+    return CUDAExecutable(len(program.inputs), launches, output_slots, slot_types, plan,
+                          fused.as_text(), costs, memory, target)

@@ -1,0 +1,270 @@
+"""The CUDA backend without a GPU: generated PTX assembles (ptxas, sm_80 and sm_90), launch
+configurations fit the device descriptions, cross-compilation fills the disk cache and a cache hit
+needs no MLIR, unsupported kernels and a missing GPU raise clear errors. Runtime tests on a real
+GPU are marked `gpu` and skip without one.
+"""
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova import gpu
+from nova.compiler import backend_cuda
+from nova.compiler.codegen.cuda.compile import parse_target, ptxas_available, ptxas_info
+from nova.compiler.fuse import fuse
+from nova.compiler.pipeline import run_passes
+from nova.core import dtypes
+from nova.nn import functional as F
+
+S = nova.ShapeDtypeStruct
+f32, bf16 = np.float32, dtypes.bfloat16
+needs_ptxas = pytest.mark.skipif(not ptxas_available(), reason="ptxas is not on PATH")
+needs_gpu = pytest.mark.skipif(not gpu.is_available(), reason="no NVIDIA GPU")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "nova-cuda-cache"))
+
+
+def _loss_ln(x, w, b):
+    return jnp.sum(F.layer_norm(x, w, b) ** 2)
+
+
+def _ce(logits, labels):
+    return F.cross_entropy(logits, labels)
+
+
+# (name, function, argument specs): elementwise with broadcasts and casts, odd shapes (scalar
+# code), row reductions forward and backward, argmax, a column reduction, contractions with
+# epilogues and transposed/batched/bf16 operands.
+CASES = [
+    ("gelu_bias", lambda x, b: F.gelu(x + b, approximate=True), [S((64, 256), f32), S((256,), f32)]),
+    ("odd_elementwise", lambda x: jnp.exp(x) * 2.0 - x, [S((7, 13), f32)]),
+    ("bf16_cast", lambda x: (x.astype(bf16) * 3).astype(f32), [S((32, 64), f32)]),
+    ("concat_pad", lambda x, y: jnp.pad(jnp.concatenate([x, y], axis=1), ((0, 0), (4, 4))),
+     [S((16, 32), f32), S((16, 32), f32)]),
+    ("softmax", lambda x: F.softmax(x), [S((64, 1000), f32)]),
+    ("layer_norm_fwd_bwd", nova.grad(_loss_ln, argnums=(0, 1, 2)),
+     [S((32, 768), f32), S((768,), f32), S((768,), f32)]),
+    ("cross_entropy_fwd_bwd", nova.value_and_grad(_ce), [S((16, 500), f32), S((16,), np.int32)]),
+    ("argmax", lambda x: jnp.argmax(x, axis=-1), [S((8, 1024), f32)]),
+    ("column_sum", lambda x: jnp.sum(x, axis=0), [S((300, 40), f32)]),
+    ("matmul_bias_tanh", lambda x, w, b: jnp.tanh(x @ w + b),
+     [S((100, 70), f32), S((70, 130), f32), S((130,), f32)]),
+    ("matmul_nt", lambda x, w: jnp.matmul(x, w.T), [S((128, 64), f32), S((96, 64), f32)]),
+    ("batched_matmul", lambda x, w: x @ w, [S((3, 64, 32), f32), S((3, 32, 48), f32)]),
+    ("matmul_bf16", lambda x, w: x @ w, [S((64, 64), bf16), S((64, 128), bf16)]),
+]
+
+
+def _fused(fn, specs):
+    return fuse(run_passes(nova.make_program(fn)(*specs)))
+
+
+@pytest.fixture(scope="module", params=["sm_80", "sm_90"])
+def compiled(request):
+    """{case: (fused program, {id(kernel): [(codegen kernel, record)]})} for one architecture,
+    with both matmul precisions for contractions."""
+    arch = request.param
+    out = {}
+    for name, fn, specs in CASES:
+        fused = _fused(fn, specs)
+        recs = backend_cuda.compile_kernels(fused, f"cuda:{arch}", "highest")
+        if fused.count("contraction"):
+            tf = backend_cuda.compile_kernels(fused, f"cuda:{arch}", "tf32")
+            recs = {k: v + tf[k] for k, v in recs.items()}
+        out[name] = (fused, recs)
+    return arch, out
+
+
+def _records(compiled_case):
+    return [rec for parts in compiled_case[1].values() for _, rec in parts]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("case", [c[0] for c in CASES])
+def test_ptx_assembles_within_limits(compiled, case):
+    arch, cases = compiled
+    props = gpu.describe(arch)
+    recs = _records(cases[case])
+    assert recs, f"{case}: no GPU kernel was generated"
+    for rec in recs:
+        assert f".target {arch}" in rec["ptx"]
+        info = ptxas_info(rec["ptx"], arch)  # raises with ptxas's message if rejected
+        threads = int(np.prod(rec["block"]))
+        assert threads % props.warp_size == 0 and threads <= props.max_threads_per_block
+        assert info["registers"] <= props.max_registers_per_thread
+        assert info["registers"] * threads <= props.max_registers_per_block
+        assert info["shared_bytes"] == rec["shared_bytes"], (rec["entry"], info)
+        assert info["shared_bytes"] <= props.max_shared_memory_per_block
+        assert info["spill_bytes"] == 0, (rec["entry"], info)
+        assert all(g >= 1 for g in rec["grid"]) and rec["grid"][0] < 2**31
+        assert max(rec["grid"][1:]) <= 65535
+
+
+def _kernel_records(cases, name, kind):
+    fused, recs = cases[name]
+    return [rec for k in fused.kernels if k.kind == kind for _, rec in recs[id(k)]]
+
+
+def test_schedules_and_instructions(compiled):
+    """The PTX uses what each schedule is for: 16-byte accesses, shuffles, tensor cores."""
+    _, cases = compiled
+    (gelu,) = _kernel_records(cases, "gelu_bias", "loop")
+    assert "ld.global.v4" in gelu["ptx"] and "st.global.v4" in gelu["ptx"]
+    assert gelu["grid"] == [16, 1, 1] and gelu["block"] == [256, 1, 1]  # 64*256/4 threads
+    (odd,) = _kernel_records(cases, "odd_elementwise", "loop")
+    assert "v4" not in odd["ptx"] and odd["block"] == [96, 1, 1]  # 91 elements, scalar
+    (sm,) = _kernel_records(cases, "softmax", "loop")
+    assert sm["grid"] == [64, 1, 1] and "shfl.sync.bfly" in sm["ptx"] and "bar.sync" in sm["ptx"]
+    assert sm["shared_bytes"] == 2 * 8 * 4  # one slot per warp for max and for sum
+    mm = _kernel_records(cases, "matmul_bias_tanh", "contraction")
+    simt, tf32 = mm
+    assert simt["grid"] == [3, 2, 1] and "mma.sync" not in simt["ptx"]
+    assert tf32["block"] == [128, 1, 1]
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in tf32["ptx"]
+    (bmm, _) = _kernel_records(cases, "batched_matmul", "contraction")
+    assert bmm["grid"] == [1, 1, 3]
+
+
+def test_tf32_only_for_float32():
+    fused = _fused(lambda x, w: x @ w, [S((64, 64), bf16), S((64, 64), bf16)])
+    (parts,) = backend_cuda.compile_kernels(fused, "cuda:sm_90", "tf32").values()
+    assert "mma.sync" not in parts[0][1]["ptx"]
+    (k,) = fused.kernels
+    assert k.schedule["gpu_schedule"] == "simt"
+
+
+def test_cross_compile_through_jit_then_cache_hit_without_mlir(monkeypatch):
+    def f(x, w):
+        return F.softmax(x @ w)
+
+    args = [S((64, 32), f32), S((32, 48), f32)]
+    before = dict(backend_cuda.stats)
+    compiled = nova.jit(f).lower(*args, target="cuda:sm_90").compile()
+    assert backend_cuda.stats["misses"] == before["misses"] + 2
+    assert "contraction" in compiled.as_text() and "loop" in compiled.as_text()
+    # A fresh process: nothing in memory, PTX from disk, MLIR never called.
+    backend_cuda._mem.clear()
+    import nova.compiler.backend_cuda as bc
+
+    def no_mlir(*a, **k):
+        raise AssertionError("cache hit compiled with MLIR")
+
+    monkeypatch.setattr(bc, "compile_to_ptx", no_mlir)
+    hits = backend_cuda.stats["disk_hits"]
+    nova.jit(f).lower(*args, target="cuda:sm_90").compile()
+    assert backend_cuda.stats["disk_hits"] == hits + 2
+    # The target is part of the key: sm_80 is a miss.
+    with pytest.raises(AssertionError, match="cache hit compiled with MLIR"):
+        nova.jit(f).lower(*args, target="cuda:sm_80").compile()
+
+
+def test_corrupt_cache_entry_is_rebuilt():
+    fused = _fused(lambda x: x * 2.0 + 1.0, [S((4, 8), f32)])
+    (parts,) = backend_cuda.compile_kernels(fused, "cuda:sm_90").values()
+    rec = parts[0][1]
+    import glob
+    import json
+    import os
+
+    paths = [p for p in glob.glob(os.path.join(os.environ["NOVA_CACHE_DIR"], "cuda", "*", "*.json"))
+             if json.load(open(p))["entry"] == rec["entry"]]
+    assert len(paths) == 1
+    data = json.load(open(paths[0]))
+    data["ptx"] = data["ptx"].replace("ld.global", "ld.globl")
+    json.dump(data, open(paths[0], "w"))
+    backend_cuda._mem.clear()
+    with pytest.warns(UserWarning, match="corrupt CUDA kernel cache entry"):
+        (again,) = backend_cuda.compile_kernels(fused, "cuda:sm_90").values()
+    assert again[0][1]["ptx"] == rec["ptx"]
+
+
+def test_unsupported_kernel_kind_is_named():
+    fused = _fused(lambda x: jnp.cumsum(x, axis=0), [S((16,), f32)])
+    with pytest.raises(NotImplementedError, match="kernel kind 'scan'"):
+        backend_cuda.compile_kernels(fused, "cuda:sm_90")
+
+
+@pytest.mark.parametrize("target", ["cuda", "cuda:sm_75", "gpu:sm_90", None])
+def test_bad_target(target):
+    with pytest.raises(ValueError, match="cuda:sm_90|unsupported CUDA architecture"):
+        parse_target(target)
+
+
+def test_device_descriptions():
+    h = gpu.describe("sm_90")
+    assert h.compute_capability == (9, 0) and h.arch == "sm_90"
+    assert h.max_shared_memory_per_block_optin > h.max_shared_memory_per_block
+    with pytest.raises(ValueError, match="unknown CUDA architecture 'sm_1'"):
+        gpu.describe("sm_1")
+
+
+@pytest.mark.skipif(gpu.is_available(), reason="a GPU is present")
+def test_no_gpu_errors_are_clear():
+    assert gpu.device_count() == 0
+    for call in (gpu.memory_stats, gpu.get_device_properties, lambda: gpu.Module(".version 8.0"),
+                 lambda: gpu.DeviceBuffer(16), gpu.synchronize):
+        with pytest.raises(gpu.GPUUnavailableError, match="NVIDIA GPU"):
+            call()
+    assert issubclass(gpu.GPUUnavailableError, RuntimeError)
+    c = nova.jit(lambda x: x + 1.0).lower(S((8,), f32), target="cuda:sm_90").compile()
+    with pytest.raises(RuntimeError, match="compiled for cuda:sm_90 and needs an NVIDIA GPU"):
+        c(np.zeros(8, f32))
+
+
+def test_cuda_errors_are_named():
+    from nova.gpu.driver import CudaError, error_class
+
+    assert error_class("CUDA_ERROR_ILLEGAL_ADDRESS") is gpu.CudaLaunchError
+    assert error_class("CUDA_ERROR_INVALID_PTX") is gpu.CudaInvalidPTXError
+    assert error_class("CUDA_ERROR_STREAM_CAPTURE_INVALIDATED") is gpu.CudaGraphError
+    assert error_class("CUDA_ERROR_SOMETHING_NEW") is CudaError
+    e = gpu.CudaLaunchError("cuLaunchKernel", "CUDA_ERROR_ILLEGAL_ADDRESS", 700, "bad access")
+    assert "cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700): bad access" == str(e)
+    assert issubclass(nova.OutOfMemoryError, MemoryError) and gpu.OutOfMemoryError is nova.OutOfMemoryError
+
+
+# --- on a GPU -------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("name", ["gelu_bias", "softmax", "layer_norm_fwd_bwd", "argmax",
+                                  "matmul_bias_tanh", "batched_matmul"])
+def test_gpu_matches_reference(name):
+    from nova.core.interpreter import run_program
+
+    fn, specs = {c[0]: (c[1], c[2]) for c in CASES}[name]
+    arch = gpu.get_device_properties().arch
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s.shape).astype(s.dtype) for s in specs]
+    compiled = nova.jit(fn).lower(*specs, target=f"cuda:{arch}").compile()
+    got = nova.tree_util.tree_leaves(compiled(*args))
+    want = run_program(run_passes(nova.make_program(fn)(*specs)), args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
+                                   rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_gpu_allocator_and_graph_replay():
+    before = gpu.memory_stats()
+    buf = gpu.DeviceBuffer(1000)
+    x = np.arange(250, dtype=np.float32)
+    gpu.copy_host_to_device(buf.ptr, x, gpu.default_stream())
+    y = gpu.copy_device_to_host(np.empty_like(x), buf.ptr, gpu.default_stream())
+    np.testing.assert_array_equal(x, y)
+    buf.free()
+    again = gpu.DeviceBuffer(1000)  # served from the cache
+    assert gpu.memory_stats()["num_cache_hits"] > before["num_cache_hits"]
+    again.free()
+    with pytest.raises(nova.OutOfMemoryError, match="requested"):
+        gpu.DeviceBuffer(1 << 50)
+    c = nova.jit(lambda a: a * 2.0).lower(S((1024,), f32),
+                                          target=f"cuda:{gpu.get_device_properties().arch}").compile()
+    for i in range(4):  # calls 3 and 4 replay a captured graph
+        np.testing.assert_array_equal(np.asarray(c(np.full(1024, i, f32))), np.full(1024, 2 * i))

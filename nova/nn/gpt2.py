@@ -132,6 +132,9 @@ class GPT2(Module):
         non-integer idx, ValueError for a wrong rank or T > block_size.
         """
         idx = self._check_idx("idx", idx)
+        if train and self.config.dropout > 0.0 and key is None:
+            raise ValueError(f"GPT2: train=True with dropout {self.config.dropout} needs a "
+                             f"nova.random key (key=...){where_am_i()}")
         t = idx.shape[1]
         keys = split_keys(key, len(self.h) + 1) if train else [None] * (len(self.h) + 1)
         x = self.wte(idx) + self.wpe(jnp.arange(t))

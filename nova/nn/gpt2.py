@@ -137,7 +137,8 @@ class GPT2(Module):
                              f"nova.random key (key=...){where_am_i()}")
         t = idx.shape[1]
         keys = split_keys(key, len(self.h) + 1) if train else [None] * (len(self.h) + 1)
-        x = self.wte(idx) + self.wpe(jnp.arange(t))
+        # Positions 0..T-1 are a slice of wpe (its gradient is a pad, not a scatter-add).
+        x = self.wte(idx) + self.wpe.weight[:t]
         x = Dropout(self.config.dropout)(x, key=keys[0], train=train)
         for block, k in zip(self.h, keys[1:], strict=True):
             x = block(x, key=k, train=train)

@@ -148,9 +148,18 @@ def compile_kernels(fused, target: str, precision: str | None = None) -> dict:
         result[id(k)] = parts
     if missing:
         stats["misses"] += len(missing)
-        ptx = compile_to_ptx({sym: text for sym, text, _, _ in missing.values()},
-                             dump_dir=os.environ.get("NOVA_DUMP_DIR"),
-                             what=f"{len(missing)} GPU kernel(s) for {target}")
+        from nova.compiler.bindings import MLIRUnavailableError
+
+        try:
+            ptx = compile_to_ptx({sym: text for sym, text, _, _ in missing.values()},
+                                 dump_dir=os.environ.get("NOVA_DUMP_DIR"),
+                                 what=f"{len(missing)} GPU kernel(s) for {target}")
+        except MLIRUnavailableError as e:
+            names = ", ".join(sym for sym, _, _, _ in list(missing.values())[:4])
+            raise CompilerError(
+                f"{len(missing)} GPU kernel(s) for {target} ({names}...) are not in the kernel "
+                f"cache at {cache.cache_dir()}, and building them needs MLIR ({e}); compile them "
+                "on a machine with MLIR (bench/build_gpu_cache.py) and carry the cache") from None
         for key, (sym, _, em, gk) in missing.items():
             rec = {"entry": sym, "ptx": ptx[sym], "sha256": hashlib.sha256(ptx[sym].encode()).hexdigest(),
                    "grid": list(em.grid), "block": list(em.block), "shared_bytes": em.shared_bytes,

@@ -1,0 +1,268 @@
+"""One-call check of Nova's CUDA backend on a lent GPU (see bench/README.md for the steps).
+
+    NOVA_CACHE_DIR=.nova-gpu-cache PYTHONPATH=. python3 bench/device_check.py
+
+Runs from the carried kernel cache (no MLIR there). Sections, each independent (one failing
+never stops the next): device properties; every program of bench/gpu_cases.py CHECKS against
+Nova's NumPy reference interpreter (three calls each, the third a CUDA-graph replay); matmul
+TFLOP/s (TF32 and bf16) against torch/cuBLAS; fused memory-bound ops in GB/s of compulsory
+traffic against a measured device-to-device copy and torch eager. Prints a short table last and
+writes everything to $OUT/device_check.json when OUT is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+os.environ.setdefault("NOVA_CACHE_DIR", os.path.join(os.getcwd(), ".nova-gpu-cache"))
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import numpy as np  # noqa: E402
+
+RESULTS: dict = {"sections": {}}
+ROWS: list = []  # (section, name, figure, verdict) for the final table
+
+
+def section(name):
+    """Runs the decorated function now, recording its result or its error (never raising)."""
+
+    def run(fn):
+        t0 = time.perf_counter()
+        try:
+            out = fn()
+            RESULTS["sections"][name] = {"ok": True, "result": out}
+        except Exception as e:  # noqa: BLE001 - the next section must still run
+            RESULTS["sections"][name] = {"ok": False, "error": f"{type(e).__name__}: {e}",
+                                         "traceback": traceback.format_exc(limit=6)}
+            ROWS.append((name, "(section)", f"{type(e).__name__}: {str(e)[:70]}", "ERROR"))
+            print(f"[{name}] failed: {type(e).__name__}: {e}", flush=True)
+        RESULTS["sections"][name]["seconds"] = round(time.perf_counter() - t0, 2)
+        return fn
+
+    return run
+
+
+def rel_err(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return float("inf")
+    if not got.size:
+        return 0.0
+    scale = max(float(np.max(np.abs(want))), 1e-30)
+    both_nan = np.isnan(got) & np.isnan(want)
+    return float(np.max(np.where(both_nan, 0.0, np.abs(got - want)))) / scale
+
+
+def nova_ms(exe, iters: int) -> float:
+    """Mean ms per replay of a compiled executable's launch list (CUDA events on its stream)."""
+    from nova import gpu
+
+    for _ in range(3):
+        exe.run_device()
+    start, end = gpu.Event(), gpu.Event()
+    start.record(exe.stream)
+    for _ in range(iters):
+        exe.run_device()
+    end.record(exe.stream)
+    return gpu.Event.elapsed_ms(start, end) / iters
+
+
+def torch_ms(fn, iters: int) -> float:
+    import torch
+
+    for _ in range(3):
+        fn()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(iters):
+        fn()
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) / iters
+
+
+def target() -> str:
+    from nova import gpu
+
+    return f"cuda:{gpu.get_device_properties().arch}"
+
+
+@section("device")
+def _device():
+    from dataclasses import asdict
+
+    from nova import gpu
+
+    props = asdict(gpu.get_device_properties())
+    props["target"] = target()
+    ROWS.append(("device", props["name"], f"{props['target']}, "
+                 f"{props['sm_count']} SMs, {props['total_memory'] / 2**30:.0f} GiB", "ok"))
+    return props
+
+
+def _run_check(case):
+    import nova
+    from bench.gpu_cases import compile_case, random_args
+    from nova.core.interpreter import run_program
+
+    compiled = compile_case(case, target())
+    args = random_args(case)
+    want = run_program(nova.make_program(case.fn)(*case.specs), args)
+    errs = []
+    for call in range(3):  # the third call replays a CUDA graph
+        got = nova.tree_util.tree_leaves(compiled(*args))
+        errs.append(max((rel_err(g, w) for g, w in zip(got, want, strict=True)), default=0.0))
+    kernels = [l.entry for l in compiled._exe.launches if l.ptx is not None]
+    return {"rel_err": errs, "kernels": kernels, "ok": max(errs) <= case.tol, "tol": case.tol}
+
+
+@section("kernels")
+def _kernels():
+    from bench.gpu_cases import CHECKS
+
+    out = {}
+    for case in CHECKS:
+        try:
+            r = _run_check(case)
+        except Exception as e:  # noqa: BLE001 - one failing kernel must not hide the others
+            r = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        out[case.name] = r
+        fig = f"err {max(r['rel_err']):.2e} (tol {case.tol:.0e})" if "rel_err" in r else r["error"][:70]
+        ROWS.append(("kernels", case.name, fig, "ok" if r["ok"] else "FAIL"))
+        print(f"[kernels] {case.name}: {r}", flush=True)
+    return out
+
+
+@section("matmul")
+def _matmul():
+    import torch
+
+    from bench.gpu_cases import MATMULS, compile_case, random_args
+
+    out = {}
+    for case in MATMULS:
+        n = case.specs[0].shape[0]
+        compiled = compile_case(case, target())
+        a, b = random_args(case)
+        got = np.asarray(compiled(a, b), np.float32)  # also the first (checked) launch
+        ta = torch.from_numpy(np.asarray(a, np.float32)).cuda()
+        tb = torch.from_numpy(np.asarray(b, np.float32)).cuda()
+        want = (ta.double() @ tb.double()).cpu().numpy()
+        err = rel_err(got, want)
+        exe = compiled._exe
+        ms = nova_ms(exe, 10 if n >= 4096 else 30)
+        if case.precision == "tf32":
+            torch.backends.cuda.matmul.allow_tf32 = True
+            x, y = ta, tb
+        else:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            x, y = ta.bfloat16(), tb.bfloat16()
+        tms = torch_ms(lambda: x @ y, 10 if n >= 4096 else 30)
+        flops = 2.0 * n ** 3
+        r = {"n": n, "nova_ms": ms, "torch_ms": tms, "nova_tflops": flops / ms / 1e9,
+             "torch_tflops": flops / tms / 1e9, "ratio": tms / ms, "rel_err": err,
+             "ok": err <= case.tol}
+        out[case.name] = r
+        ROWS.append(("matmul", case.name, f"{r['nova_tflops']:.1f} vs torch {r['torch_tflops']:.1f} "
+                     f"TFLOP/s = {r['ratio']:.2f}x, err {err:.1e}", "ok" if r["ok"] else "FAIL"))
+        print(f"[matmul] {case.name}: {r}", flush=True)
+    return out
+
+
+def _torch_equivalent(name, targs):
+    import torch
+    import torch.nn.functional as tf
+
+    if name == "mb_softmax":
+        return lambda: torch.softmax(targs[0], dim=-1)
+    if name == "mb_layer_norm":
+        return lambda: tf.layer_norm(targs[0], targs[0].shape[-1:], targs[1], targs[2], 1e-5)
+    if name == "mb_gelu_bias":
+        return lambda: tf.gelu(targs[0] + targs[1], approximate="tanh")
+    if name == "mb_add_scale":
+        return lambda: (targs[0] + targs[1]) * 0.5
+    raise KeyError(name)
+
+
+@section("memory_bound")
+def _memory_bound():
+    import torch
+
+    from bench.gpu_cases import MEMBOUND, compile_case, random_args
+    from nova import gpu
+
+    out = {}
+    # Copy bandwidth: bytes read + written per device-to-device copy of one input's size.
+    nbytes = MEMBOUND[0].specs[0].shape[0] * MEMBOUND[0].specs[0].shape[1] * 4
+    src, dst = gpu.DeviceBuffer(nbytes), gpu.DeviceBuffer(nbytes)
+    stream = gpu.default_stream()
+    for _ in range(3):
+        gpu.copy_device_to_device(dst.ptr, src.ptr, nbytes, stream)
+    s, e = gpu.Event(), gpu.Event()
+    s.record(stream)
+    for _ in range(20):
+        gpu.copy_device_to_device(dst.ptr, src.ptr, nbytes, stream)
+    e.record(stream)
+    copy_gbs = 2 * nbytes / (gpu.Event.elapsed_ms(s, e) / 20) / 1e6
+    src.free()
+    dst.free()
+    out["copy_GBps"] = copy_gbs
+    ROWS.append(("memory_bound", "device-to-device copy", f"{copy_gbs:.0f} GB/s", "ok"))
+    for case in MEMBOUND:
+        try:
+            compiled = compile_case(case, target())
+            args = random_args(case)
+            got = compiled(*args)
+            import nova
+            from nova.core.interpreter import run_program
+
+            want = run_program(nova.make_program(case.fn)(*case.specs), args)
+            err = max(rel_err(g, w) for g, w in
+                      zip(nova.tree_util.tree_leaves(got), want, strict=True))
+            exe = compiled._exe
+            moved = sum(s_.size * np.dtype(s_.dtype).itemsize for s_ in case.specs) + \
+                sum(t.nbytes for t in (exe.slot_types[o] for o in exe.output_slots))
+            ms = nova_ms(exe, 20)
+            targs = [torch.from_numpy(np.asarray(a)).cuda() for a in args]
+            tms = torch_ms(_torch_equivalent(case.name, targs), 20)
+            gbs = moved / ms / 1e6
+            r = {"nova_ms": ms, "torch_ms": tms, "GBps": gbs, "of_copy": gbs / copy_gbs,
+                 "vs_torch": tms / ms, "rel_err": err, "ok": err <= case.tol,
+                 "kernels": len([l for l in exe.launches if l.ptx is not None])}
+        except Exception as ex:  # noqa: BLE001
+            r = {"ok": False, "error": f"{type(ex).__name__}: {ex}"}
+        out[case.name] = r
+        fig = (f"{r['GBps']:.0f} GB/s = {r['of_copy']:.2f} of copy, {r['vs_torch']:.2f}x torch"
+               if "GBps" in r else r["error"][:70])
+        ROWS.append(("memory_bound", case.name, fig, "ok" if r["ok"] else "FAIL"))
+        print(f"[memory_bound] {case.name}: {r}", flush=True)
+    return out
+
+
+@section("allocator")
+def _allocator():
+    from nova import gpu
+
+    return gpu.memory_stats()
+
+
+def main() -> int:
+    out_dir = os.environ.get("OUT")
+    if out_dir:
+        with open(os.path.join(out_dir, "device_check.json"), "w") as f:
+            json.dump(RESULTS, f, indent=1, default=str)
+    print("\n== Nova device check ==")
+    for sec, name, fig, verdict in ROWS:
+        print(f"{verdict:5s} {sec:13s} {name:32s} {fig}")
+    bad = sum(1 for r in ROWS if r[3] != "ok")
+    print(f"{len(ROWS) - bad}/{len(ROWS)} ok" + (f"; JSON in {out_dir}/device_check.json" if out_dir else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

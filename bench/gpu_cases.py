@@ -1,0 +1,121 @@
+"""The programs the GPU device check runs: one list shared by bench/build_gpu_cache.py (which
+compiles their PTX here, without a GPU) and bench/device_check.py (which runs them on a lent GPU
+from the carried cache). Both must build exactly these programs with exactly these shapes,
+dtypes and matmul precisions, or the kernel cache misses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import nova
+import nova.numpy as jnp
+from nova.core import dtypes
+from nova.nn import functional as F
+
+S = nova.ShapeDtypeStruct
+f32, bf16 = np.float32, dtypes.bfloat16
+
+
+@dataclass(frozen=True)
+class Case:
+    """A jitted function, its argument specs, the matmul precision it is compiled under and the
+    relative error it must meet against the NumPy reference interpreter (max |got - want| over
+    max |want|, per output)."""
+
+    name: str
+    fn: object
+    specs: tuple
+    precision: str = "highest"
+    tol: float = 2e-5
+    ints: tuple = ()  # (argument position, upper bound) of integer arguments (labels)
+
+
+def _ln_loss(x, w, b):
+    return jnp.sum(F.layer_norm(x, w, b) ** 2)
+
+
+def _ce(logits, labels):
+    return F.cross_entropy(logits, labels)
+
+
+# Correctness: every kind of GPU kernel the backend generates, at small and edge shapes.
+CHECKS = [
+    Case("elementwise_gelu_bias", lambda x, b: F.gelu(x + b, approximate=True),
+         (S((64, 256), f32), S((256,), f32))),
+    Case("elementwise_odd_shape", lambda x: jnp.exp(x) * 2.0 - x, (S((7, 13), f32),)),
+    Case("elementwise_bf16_round_trip", lambda x: (x.astype(bf16) * 3).astype(f32),
+         (S((32, 64), f32),), tol=1e-2),
+    Case("concat_pad", lambda x, y: jnp.pad(jnp.concatenate([x, y], axis=1), ((0, 0), (4, 4))),
+         (S((16, 32), f32), S((16, 32), f32))),
+    Case("softmax", lambda x: F.softmax(x), (S((64, 1000), f32),)),
+    Case("layer_norm_grad", nova.grad(_ln_loss, argnums=(0, 1, 2)),
+         (S((32, 768), f32), S((768,), f32), S((768,), f32)), tol=1e-4),
+    Case("cross_entropy_value_and_grad", nova.value_and_grad(_ce),
+         (S((16, 500), f32), S((16,), np.int32)), tol=1e-4, ints=((1, 500),)),
+    Case("argmax", lambda x: jnp.argmax(x, axis=-1), (S((8, 1024), f32),), tol=0.0),
+    Case("column_sum", lambda x: jnp.sum(x, axis=0), (S((300, 40), f32),), tol=1e-5),
+    Case("matmul_bias_tanh", lambda x, w, b: jnp.tanh(x @ w + b),
+         (S((100, 70), f32), S((70, 130), f32), S((130,), f32)), tol=1e-5),
+    Case("matmul_bias_tanh_tf32", lambda x, w, b: jnp.tanh(x @ w + b),
+         (S((100, 70), f32), S((70, 130), f32), S((130,), f32)), "tf32", tol=2e-3),
+    Case("matmul_nt_tf32", lambda x, w: jnp.matmul(x, w.T),
+         (S((128, 64), f32), S((96, 64), f32)), "tf32", tol=2e-3),
+    Case("batched_matmul", lambda x, w: x @ w, (S((3, 64, 32), f32), S((3, 32, 48), f32)),
+         tol=1e-5),
+    Case("matmul_bf16", lambda x, w: x @ w, (S((64, 64), bf16), S((64, 128), bf16)), tol=1e-2),
+]
+
+
+# Timing: matmul (TF32 against torch with TF32 on; bf16 against torch bf16) at n^3.
+MATMUL_SIZES = (1024, 4096)
+
+
+def matmul_case(n: int, dtype, precision: str) -> Case:
+    tag = "tf32" if precision == "tf32" else np.dtype(dtype).name
+    return Case(f"matmul_{tag}_{n}", lambda x, w: x @ w, (S((n, n), dtype), S((n, n), dtype)),
+                precision, tol=2e-3 if precision == "tf32" else 1e-2)
+
+
+MATMULS = [matmul_case(n, f32, "tf32") for n in MATMUL_SIZES] + \
+          [matmul_case(n, bf16, "highest") for n in MATMUL_SIZES]
+
+# Timing: fused memory-bound ops (GB/s of compulsory traffic against a device-to-device copy).
+ROWS, COLS = 8192, 4096
+MEMBOUND = [
+    Case("mb_softmax", lambda x: F.softmax(x), (S((ROWS, COLS), f32),), tol=1e-5),
+    Case("mb_layer_norm", lambda x, w, b: F.layer_norm(x, w, b),
+         (S((ROWS, COLS), f32), S((COLS,), f32), S((COLS,), f32)), tol=1e-4),
+    Case("mb_gelu_bias", lambda x, b: F.gelu(x + b, approximate=True),
+         (S((ROWS, COLS), f32), S((COLS,), f32)), tol=1e-5),
+    Case("mb_add_scale", lambda x, y: (x + y) * 0.5, (S((ROWS, COLS), f32), S((ROWS, COLS), f32)),
+         tol=1e-6),
+]
+
+
+def all_cases() -> list:
+    return CHECKS + MATMULS + MEMBOUND
+
+
+def compile_case(case: Case, target: str):
+    """nova.jit(case.fn) lowered for `target` and compiled under the case's matmul precision."""
+    saved = nova.config.read("matmul_precision")
+    nova.config.update("matmul_precision", case.precision)
+    try:
+        return nova.jit(case.fn).lower(*case.specs, target=target).compile()
+    finally:
+        nova.config.update("matmul_precision", saved)
+
+
+def random_args(case: Case, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    bounds = dict(case.ints)
+    out = []
+    for i, s in enumerate(case.specs):
+        if np.dtype(s.dtype).kind in "iu":
+            out.append(rng.integers(0, bounds.get(i, 2), s.shape).astype(s.dtype))
+        else:
+            out.append(rng.standard_normal(s.shape).astype(s.dtype))
+    return out

@@ -1,0 +1,278 @@
+"""Attention recognition (nova/compiler/attention.py) and the fused flash kernels: the forms users
+write become one forward and one backward fused equation; values and gradients equal the unfused
+decomposition and JAX; near misses stay correct; a training step at T = 1024 plans no T x T
+buffer."""
+
+import math
+
+import jax
+import jax.numpy as jax_np
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova.compiler import pipeline
+from tests.helpers import assert_close
+
+jax.config.update("jax_enable_x64", False)
+
+
+# --- the spellings ------------------------------------------------------------------------------
+
+
+def _tril(t):
+    return np.tril(np.ones((t, t), bool))
+
+
+def gpt2_style(q, k, v, causal):
+    """bench/gpt2_like.py: matmul, scale after, where(mask, s, -1e9), max/exp/sum/divide."""
+    t, d = q.shape[-2], q.shape[-1]
+    s = (q @ jnp.swapaxes(k, -1, -2)) * float(1.0 / np.sqrt(d))
+    if causal:
+        s = jnp.where(_tril(t), s, -1e9)
+    s = s - jnp.max(s, -1, keepdims=True)
+    e = jnp.exp(s)
+    return (e / jnp.sum(e, -1, keepdims=True)) @ v
+
+
+def einsum_scale_before(q, k, v, causal):
+    """einsum, the scale on q, where(mask, s, -inf), a multiplication by the reciprocal."""
+    t, d = q.shape[-2], q.shape[-1]
+    s = jnp.einsum("...qd,...kd->...qk", q * (1.0 / math.sqrt(d)), k)
+    if causal:
+        s = jnp.where(_tril(t), s, -jnp.inf)
+    e = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
+    return jnp.einsum("...qk,...kd->...qd", e * (1.0 / jnp.sum(e, axis=-1, keepdims=True)), v)
+
+
+def additive_mask(q, k, v, causal):
+    """An additive mask (-inf above the diagonal) and a division by sqrt(D)."""
+    t, d = q.shape[-2], q.shape[-1]
+    s = (q @ jnp.swapaxes(k, -1, -2)) / math.sqrt(d)
+    if causal:
+        s = s + np.where(_tril(t), 0.0, -np.inf).astype(np.float32)
+    e = jnp.exp(s - jnp.max(s, -1, keepdims=True))
+    return e / jnp.sum(e, -1, keepdims=True) @ v
+
+
+def nn_sdpa(q, k, v, causal):
+    return nova.nn.scaled_dot_product_attention(q, k, v, causal=causal)
+
+
+def nn_softmax(q, k, v, causal):
+    t, d = q.shape[-2], q.shape[-1]
+    s = q @ jnp.swapaxes(k, -1, -2) * (1.0 / math.sqrt(d))
+    if causal:
+        s = jnp.where(_tril(t), s, -jnp.inf)
+    return nova.nn.softmax(s, axis=-1) @ v
+
+
+FORMS = [gpt2_style, einsum_scale_before, additive_mask, nn_sdpa, nn_softmax]
+
+
+def jax_attention(q, k, v, causal):
+    t, d = q.shape[-2], q.shape[-1]
+    s = jax_np.einsum("...qd,...kd->...qk", q, k) / math.sqrt(d)
+    if causal:
+        s = jax_np.where(_tril(t), s, -jax_np.inf)
+    return jax.nn.softmax(s, axis=-1) @ v
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _inputs(shape_q, tk=None, dv=None, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    *b, t, d = shape_q
+    tk = t if tk is None else tk
+    dv = d if dv is None else dv
+    q = (rng.standard_normal(shape_q) * scale).astype(np.float32)
+    k = rng.standard_normal((*b, tk, d)).astype(np.float32)
+    v = rng.standard_normal((*b, tk, dv)).astype(np.float32)
+    w = rng.standard_normal((*b, t, dv)).astype(np.float32)
+    return q, k, v, w
+
+
+def _step(form, causal):
+    def loss(q, k, v, w):
+        return jnp.sum(form(q, k, v, causal) * w)
+
+    return nova.value_and_grad(loss, argnums=(0, 1, 2))
+
+
+def _run(fn, *args, fused=True):
+    """Compiles fn; fused=False runs the pipeline without the attention pass."""
+    saved = list(pipeline.PASSES)
+    if not fused:
+        pipeline.PASSES[:] = [p for p in saved if p[0] != "attention"]
+    try:
+        jitted = nova.jit(fn)
+        compiled = jitted.lower(*args).compile()
+        return compiled, jitted(*args)
+    finally:
+        pipeline.PASSES[:] = saved
+
+
+def _kernels(compiled, name):
+    return sum(1 for line in compiled.as_text().splitlines() if f"ops = [{name}]" in line)
+
+
+def _rel_close(got, want, rtol=1e-5, what=""):
+    """|got - want| <= rtol * max|want| elementwise (float32 sums of T terms)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape, what
+    scale = max(np.abs(want).max(), 1e-30)
+    err = np.abs(got - want).max() / scale
+    assert err <= rtol, f"{what}: relative error {err:.3g} > {rtol}"
+
+
+def _flatten(out):
+    value, grads = out
+    return [value, *grads]
+
+
+# --- recognition --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
+def test_forms_fuse_and_match_decomposition(form, causal):
+    args = _inputs((2, 3, 9, 16))
+    fn = _step(form, causal)
+    compiled, got = _run(fn, *args)
+    assert _kernels(compiled, "flash_attention_fwd") == 1, compiled.as_text()
+    assert _kernels(compiled, "flash_attention_bwd") == 1, compiled.as_text()
+    _, want = _run(fn, *args, fused=False)
+    for g, w, name in zip(_flatten(got), _flatten(want), ["loss", "dq", "dk", "dv"]):
+        _rel_close(g, w, what=f"{form.__name__} {name}")
+
+
+def test_forward_only_program_fuses():
+    q, k, v, _ = _inputs((3, 8, 16))
+    compiled, got = _run(lambda q, k, v: gpt2_style(q, k, v, True), q, k, v)
+    assert _kernels(compiled, "flash_attention_fwd") == 1
+    assert "flash_attention_bwd" not in compiled.as_text()
+    want = jax_attention(q, k, v, True)
+    _rel_close(got, want, what="forward")
+
+
+def test_gradient_of_q_only():
+    q, k, v, w = _inputs((2, 7, 16))
+    fn = nova.grad(lambda q, k, v: jnp.sum(einsum_scale_before(q, k, v, True) * w))
+    compiled, got = _run(fn, q, k, v)
+    assert _kernels(compiled, "flash_attention_bwd") == 1
+    want = jax.grad(lambda q: jax_np.sum(jax_attention(q, k, v, True) * w))(q)
+    _rel_close(got, want, what="dq")
+
+
+# --- near misses --------------------------------------------------------------------------------
+
+
+def test_softmax_over_the_query_axis_is_not_fused():
+    q, k, v, w = _inputs((2, 6, 16))
+
+    def wrong_axis(q, k, v):
+        s = q @ jnp.swapaxes(k, -1, -2)
+        e = jnp.exp(s - jnp.max(s, -2, keepdims=True))
+        return jnp.sum((e / jnp.sum(e, -2, keepdims=True) @ v) * w)
+
+    fn = nova.value_and_grad(wrong_axis, argnums=(0, 1, 2))
+    compiled, got = _run(fn, q, k, v)
+    assert "flash_attention" not in compiled.as_text()
+    _, want = _run(fn, q, k, v, fused=False)
+    for g, x in zip(_flatten(got), _flatten(want)):
+        _rel_close(g, x)
+
+
+@pytest.mark.parametrize("pattern", ["diagonal_above", "triu", "random"])
+def test_mask_that_is_not_causal(pattern):
+    """Masks close to causal are fused with their own mask operand, never as causal."""
+    t = 8
+    keep = {"diagonal_above": np.tril(np.ones((t, t), bool), 1),
+            "triu": np.triu(np.ones((t, t), bool)),
+            "random": np.random.default_rng(3).random((t, t)) < 0.6}[pattern]
+    keep[:, 0] |= pattern == "random"  # every row sees a key
+    q, k, v, w = _inputs((2, t, 16))
+
+    def loss(q, k, v):
+        s = q @ jnp.swapaxes(k, -1, -2) * 0.25
+        s = jnp.where(keep, s, -jnp.inf)
+        e = jnp.exp(s - jnp.max(s, -1, keepdims=True))
+        return jnp.sum(e / jnp.sum(e, -1, keepdims=True) @ v * w)
+
+    fn = nova.value_and_grad(loss, argnums=(0, 1, 2))
+    compiled, got = _run(fn, q, k, v)
+    assert _kernels(compiled, "flash_attention_fwd") == 1
+    _, want = _run(fn, q, k, v, fused=False)
+    for g, x in zip(_flatten(got), _flatten(want)):
+        _rel_close(g, x)
+
+
+def test_fully_masked_row_gives_zeros_not_nan():
+    t = 6
+    keep = _tril(t)
+    keep[2, :] = False
+    q, k, v, w = _inputs((1, 2, t, 16))
+
+    def loss(q, k, v):
+        return jnp.sum(nova.nn.scaled_dot_product_attention(q, k, v, mask=keep) * w)
+
+    fn = nova.value_and_grad(loss, argnums=(0, 1, 2))
+    compiled, (val, grads) = _run(fn, q, k, v)
+    assert _kernels(compiled, "flash_attention_fwd") == 1
+    _, out = _run(lambda q, k, v: nova.nn.scaled_dot_product_attention(q, k, v, mask=keep),
+                  q, k, v)
+    assert np.all(np.asarray(out)[..., 2, :] == 0)
+    assert np.all(np.isfinite(np.asarray(val))) and all(np.all(np.isfinite(g)) for g in grads)
+    assert np.all(np.asarray(grads[0])[..., 2, :] == 0)
+
+
+def test_large_logits_do_not_overflow():
+    q, k, v, w = _inputs((2, 9, 16), scale=300.0)  # logits in the thousands
+    fn = _step(gpt2_style, True)
+    _, (val, grads) = _run(fn, q, k, v, w)
+    want_val, want_grads = jax.value_and_grad(
+        lambda q, k, v: jax_np.sum(jax_attention(q, k, v, True) * w), argnums=(0, 1, 2))(
+        q, k, v)
+    assert np.isfinite(np.asarray(val))
+    _rel_close(val, want_val, rtol=1e-4)
+    for g, x in zip(grads, want_grads):
+        assert np.all(np.isfinite(np.asarray(g)))
+
+
+# --- values against JAX: causal or not, odd T, head dims ----------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("t,d", [(33, 16), (20, 64), (17, 128)])
+def test_values_and_gradients_against_jax(t, d, causal):
+    q, k, v, w = _inputs((2, 2, t, d), seed=t)
+    _, out = _run(lambda q, k, v: nn_sdpa(q, k, v, causal), q, k, v)
+    _, (_, grads) = _run(_step(nn_sdpa, causal), q, k, v, w)
+    want_out, vjp = jax.vjp(lambda q, k, v: jax_attention(q, k, v, causal), q, k, v)
+    _rel_close(out, want_out, what="o")
+    for g, x, name in zip(grads, vjp(w), ["dq", "dk", "dv"]):
+        _rel_close(g, x, what=name)
+
+
+def test_cross_attention_tq_differs_from_tk():
+    q, k, v, w = _inputs((2, 5, 16), tk=11, dv=8)
+    fn = _step(gpt2_style, False)
+    compiled, got = _run(fn, q, k, v, w)
+    assert _kernels(compiled, "flash_attention_fwd") == 1
+    _, want = _run(fn, q, k, v, w, fused=False)
+    for g, x in zip(_flatten(got), _flatten(want)):
+        _rel_close(g, x)
+
+
+# --- memory -------------------------------------------------------------------------------------
+
+
+def test_training_step_at_t1024_plans_no_t_by_t_buffer():
+    t, d = 1024, 16
+    q, k, v, w = _inputs((1, 1, t, d))
+    lowered = nova.jit(_step(nn_sdpa, True)).lower(q, k, v, w)
+    assert f"{t}x{t}" not in lowered.as_text(), "a T x T value survived the passes"
+    mem = lowered.compile().memory_analysis()
+    assert mem["planned_peak_bytes"] < t * t * 4 // 4, mem

@@ -10,6 +10,7 @@ import logging
 import os
 import time
 
+from nova.compiler.attention import fuse_attention
 from nova.compiler.canonicalize import canonicalize
 from nova.compiler.cse import cse
 from nova.compiler.dce import dce
@@ -19,7 +20,9 @@ from nova.core.ir import Program, verify_program
 log = logging.getLogger("nova.compiler")
 
 # Program -> Program passes, in order. Canonicalize and simplify enable each other, so the pair
-# runs twice; cse before the second round merges the duplicates reverse mode produces.
+# runs twice; cse before the second round merges the duplicates reverse mode produces. Attention
+# recognition sees the cleaned-up forward+backward; the canonicalize after it folds the layout
+# transposes it inserts into their neighbours, and dce drops the replaced subgraph's leftovers.
 PASSES = [
     ("canonicalize", canonicalize),
     ("simplify", simplify),
@@ -27,6 +30,8 @@ PASSES = [
     ("canonicalize", canonicalize),
     ("simplify", simplify),
     ("cse", cse),
+    ("attention", fuse_attention),
+    ("canonicalize", canonicalize),
     ("dce", dce),
 ]
 

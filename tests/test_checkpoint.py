@@ -172,3 +172,20 @@ def test_save_argument_errors(tmp_path, model):
     with pytest.raises(TypeError, match="must be a nova.nn.Module"):
         nn.save_checkpoint(tmp_path / "c.safetensors", {"w": np.zeros(2)})
     assert not os.listdir(tmp_path)
+
+
+def test_bfloat16_and_scalar_leaves_round_trip(tmp_path, model):
+    half = model.map_parameters(lambda n, p: p.astype(nova.numpy.bfloat16))
+    path = tmp_path / "bf16.safetensors"
+    opt = (np.float32(0.5), [np.arange(3, dtype=np.int32)], None)
+    nn.save_checkpoint(path, half, opt, step=2**40)
+    loaded, opt2, step, _ = nn.load_checkpoint(path, half, opt)
+    assert step == 2**40
+    assert np.asarray(loaded.wte.weight).dtype == np.asarray(half.wte.weight).dtype
+    _params_equal(loaded, half)
+    assert nova.tree_util.tree_structure(opt2) == nova.tree_util.tree_structure(opt)
+    assert float(opt2[0]) == 0.5 and opt2[2] is None
+    np.testing.assert_array_equal(np.asarray(opt2[1][0]), np.arange(3))
+    with pytest.raises(ValueError, match="'wte.weight' has dtype bfloat16 in the checkpoint but "
+                                         "float32"):
+        nn.load_checkpoint(path, model)

@@ -104,7 +104,8 @@ def runs():
     ref_runs = []
     for _ in range(N_STEPS):
         loss, logits, grads, p = ref_step(p, idx, tgt)
-        ref_runs.append((float(loss), np.asarray(logits), {k: np.asarray(v) for k, v in grads.items()}))
+        ref_runs.append((float(loss), np.asarray(logits),
+                         {k: np.asarray(v) for k, v in grads.items()}))
     return nova_runs, ref_runs
 
 

@@ -40,7 +40,8 @@ X = RNG.standard_normal((4, 7)).astype(np.float32) * 3
 UNARY = [
     ("relu", nn.relu, jax.nn.relu),
     ("gelu", nn.gelu, lambda x: jax.nn.gelu(x, approximate=False)),
-    ("gelu_tanh", lambda x: nn.gelu(x, approximate=True), lambda x: jax.nn.gelu(x, approximate=True)),
+    ("gelu_tanh", lambda x: nn.gelu(x, approximate=True),
+     lambda x: jax.nn.gelu(x, approximate=True)),
     ("silu", nn.silu, jax.nn.silu),
     ("softmax", nn.softmax, jax.nn.softmax),
     ("softmax_axis0", lambda x: nn.softmax(x, axis=0), lambda x: jax.nn.softmax(x, axis=0)),
@@ -210,7 +211,8 @@ def test_linear_embedding_layernorm():
     with pytest.raises(TypeError, match="indices must be integers"):
         emb(np.zeros(2, np.float32))
     ln = nn.LayerNorm.init(4)
-    assert_close(np.asarray(ln.weight), np.ones(4)) and assert_close(np.asarray(ln.bias), np.zeros(4))
+    np.testing.assert_array_equal(np.asarray(ln.weight), np.ones(4, np.float32))
+    np.testing.assert_array_equal(np.asarray(ln.bias), np.zeros(4, np.float32))
 
 
 def test_dropout_is_key_deterministic_and_identity_in_eval():
@@ -382,6 +384,9 @@ def test_custom_module_static_fields_and_containers():
 
     with pytest.raises(TypeError, match="field 'w' holds a str"):
         Bad("oops").named_parameters()
+    mask = nova.tree_util.tree_map(lambda p: p.ndim >= 2, head)
+    assert mask.named_parameters() == {"layers.0.weight": True, "layers.0.bias": False,
+                                       "layers.1.weight": True, "layers.1.bias": False}
 
 
 def test_gpt2_call_errors_and_dropout():

@@ -1,4 +1,4 @@
-"""Checkpoints: a model, optimizer state, step and config in one safetensors file, written atomically.
+"""Checkpoints: model, optimizer state, step and config in one safetensors file, written atomically.
 
 Layout of the file (safetensors: a JSON header, then raw little-endian tensor bytes; no pickle):
 - the model's parameters under their dotted names (GPT-2's names for `GPT2`: ``wte.weight``, ...);
@@ -19,7 +19,9 @@ import json
 import os
 import tempfile
 
+import ml_dtypes
 import numpy as np
+import safetensors
 import safetensors.numpy as st
 
 from nova.core.pytree import tree_flatten, tree_unflatten
@@ -105,6 +107,25 @@ def save_checkpoint(path, model: Module, opt_state=None, *, step: int = 0, confi
     _write_atomically(path, st.save(tensors, metadata=metadata))
 
 
+# safetensors' dtype names -> NumPy (safetensors.numpy.load lacks BF16, which it can save).
+_DTYPES = {
+    "F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16,
+    "I64": np.int64, "U64": np.uint64, "I32": np.int32, "U32": np.uint32, "I16": np.int16,
+    "U16": np.uint16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_,
+}
+
+
+def _load_tensors(data: bytes) -> dict[str, np.ndarray]:
+    out = {}
+    for name, view in safetensors.deserialize(data):
+        if view["dtype"] not in _DTYPES:
+            raise ValueError(f"tensor '{name}' has the unsupported dtype {view['dtype']}")
+        # A writable copy: the arrays may become donated buffers that a step updates in place.
+        arr = np.frombuffer(view["data"], _DTYPES[view["dtype"]]).reshape(view["shape"])
+        out[name] = arr.copy()
+    return out
+
+
 def _read_header_metadata(data: bytes) -> dict:
     n = int.from_bytes(data[:8], "little")
     header = json.loads(data[8:8 + n])
@@ -115,7 +136,7 @@ def _read(path: str) -> tuple[dict, dict]:
     with open(path, "rb") as f:
         data = f.read()
     try:
-        tensors = st.load(data)
+        tensors = _load_tensors(data)
         metadata = _read_header_metadata(data)
     except Exception as e:  # safetensors raises its own SafetensorError for every defect
         raise CheckpointError(

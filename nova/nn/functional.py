@@ -239,8 +239,8 @@ def scaled_dot_product_attention(q, k, v, *, causal: bool = False, mask=None, sc
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2 or q.shape[-1] != k.shape[-1] \
             or k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            "scaled_dot_product_attention: expected q (..., Tq, D), k (..., Tk, D), v (..., Tk, Dv);"
-            f" got q {q.shape}, k {k.shape}, v {v.shape}{where_am_i()}"
+            "scaled_dot_product_attention: expected q (..., Tq, D), k (..., Tk, D), "
+            f"v (..., Tk, Dv); got q {q.shape}, k {k.shape}, v {v.shape}{where_am_i()}"
         )
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])

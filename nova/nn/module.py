@@ -97,7 +97,10 @@ class Module:
     # --- parameters -----------------------------------------------------------------------------
 
     def named_parameters(self) -> dict[str, Array]:
-        """{dotted name: array} for every parameter, in pytree order (fields as declared)."""
+        """{dotted name: array} for every parameter, in pytree order (fields as declared).
+
+        Works on any tree of this class, e.g. a gradient, a `partition` half (None entries are
+        skipped) or a `tree_map` of the model to booleans (a mask)."""
         out: dict[str, Array] = {}
 
         def visit(name, leaf):
@@ -113,7 +116,7 @@ class Module:
 
     def num_parameters(self) -> int:
         """The total number of scalar parameters (elements), an int."""
-        return sum(math.prod(p.shape) for p in self.named_parameters().values())
+        return sum(math.prod(np.shape(p)) for p in self.named_parameters().values())
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """{dotted name: NumPy array} (host copies of the parameters)."""
@@ -188,11 +191,14 @@ def _map_named(tree, prefix: str, fn):
         return type(tree)(_map_named(e, _join(prefix, i), fn) for i, e in enumerate(tree))
     if isinstance(tree, dict):
         return {k: _map_named(tree[k], _join(prefix, k), fn) for k in tree}
-    if _is_leaf_array(tree):
+    # Python numbers are leaves too, so model-shaped trees of masks or scalars (from tree_map)
+    # can be named like the model.
+    if _is_leaf_array(tree) or isinstance(tree, bool | int | float):
         return fn(prefix, tree)
     raise TypeError(
         f"Module field '{prefix}' holds a {type(tree).__name__}, which is neither an array, a "
-        "Module, a list/tuple/dict of them nor None; declare hyperparameters with static_field()"
+        "number, a Module, a list/tuple/dict of them nor None; declare hyperparameters with "
+        "static_field()"
     )
 
 

@@ -1,0 +1,342 @@
+"""A reference interpreter of generated `gpu.func` kernels on the CPU, for testing without a GPU.
+
+Every thread of the grid runs in lockstep as one lane of NumPy arrays (a value is an array with
+a leading axis of all threads), so a kernel runs one NumPy operation per MLIR operation:
+- `scf.if` runs both regions under complementary masks and selects; `scf.for` iterates while any
+  thread's induction variable is in range, each thread keeping its own trip count;
+- loads and stores see only active threads; an active thread reading or writing outside its
+  memref raises IndexError, and a `vector.load/store {alignment = A}` whose address is not a
+  multiple of A raises AssertionError (base addresses taken as 256-byte aligned, as cuMemAlloc's);
+- workgroup memory has one copy per block; `gpu.barrier` is a no-op (lockstep already orders every
+  store before every later load, so a missing barrier cannot be detected);
+- `gpu.shuffle xor` exchanges lanes within each warp of 32;
+- `nvgpu.mma.sync` m16n8k8 assembles each warp's fragments with the PTX ISA layout (see
+  codegen/cuda/matmul.py) and multiplies in float32.
+
+What it cannot check: races, the mapping of nvgpu's vector operands to PTX registers, and
+anything about real hardware (timing, the driver, PTX itself).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
+       "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64}
+_UNS = {np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16,
+        np.dtype(np.int32): np.uint32, np.dtype(np.int64): np.uint64, np.dtype(np.bool_): np.bool_}
+_CMPF = {1: "oeq", 2: "ogt", 3: "oge", 4: "olt", 5: "ole", 6: "one", 7: "ord", 8: "ueq",
+         9: "ugt", 10: "uge", 11: "ult", 12: "ule", 13: "une", 14: "uno"}
+_CMPI = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult", 7: "ule",
+         8: "ugt", 9: "uge"}
+_MATH = {"exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+         "log1p": np.log1p, "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "sin": np.sin,
+         "cos": np.cos, "tan": np.tan, "atan": np.arctan, "sqrt": np.sqrt, "floor": np.floor,
+         "ceil": np.ceil, "roundeven": np.rint, "absf": np.abs, "absi": np.abs,
+         "rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype),
+         "erf": np.vectorize(math.erf, otypes=[np.float64])}
+
+
+def _u(x):
+    return x.view(_UNS[x.dtype]) if x.dtype in _UNS else x
+
+
+def _elem(t) -> str:
+    return str(t.element_type) if hasattr(t, "element_type") else str(t)
+
+
+class _Sim:
+    def __init__(self, ir, module, grid, block):
+        self.ir = ir
+        self.grid, self.B = tuple(grid), int(block[0])
+        self.nblocks = int(np.prod(self.grid))
+        self.T = self.nblocks * self.B
+        t = np.arange(self.T, dtype=np.int64)
+        self.tid, self.blk = t % self.B, t // self.B
+        gx, gy = self.grid[0], self.grid[1]
+        self.bid = {"x": self.blk % gx, "y": (self.blk // gx) % gy, "z": self.blk // (gx * gy)}
+        self.globals = {}
+        for op in module.regions[0].blocks[0].operations:
+            if op.operation.name == "memref.global":
+                name = ir.StringAttr(op.attributes["sym_name"]).value
+                mt = op.attributes["type"].value
+                data = np.array(op.attributes["initial_value"]).astype(_NP[_elem(mt)])
+                self.globals[name] = data.reshape(list(mt.shape))
+        self.env: dict = {}
+        self.shared = set()  # ids of workgroup arrays (indexed by block first)
+
+    # --- values ---------------------------------------------------------------------------------
+    def uniform(self, value, dtype):
+        return np.broadcast_to(np.asarray(value, dtype), (self.T,)).copy()
+
+    def const(self, op, t):
+        attr = op.attributes["value"]
+        if isinstance(t, self.ir.VectorType):
+            dt = _NP[_elem(t)]
+            if attr.is_splat:
+                v = attr.get_splat_value().value
+                data = np.full(list(t.shape), v, dt)
+            else:
+                data = np.array(attr).astype(dt).reshape(list(t.shape))
+            return np.broadcast_to(data, (self.T, *data.shape)).copy()
+        return self.uniform(attr.value, _NP[_elem(t)])
+
+    # --- memory ---------------------------------------------------------------------------------
+    def _address(self, mem, idx, mask, width=1):
+        """Flat element offsets per active thread (raises IndexError when out of range)."""
+        arr = self.env[mem]
+        shape = arr.shape[1:] if id(arr) in self.shared else arr.shape
+        flat = np.zeros(self.T, np.int64)
+        for d, (i, n) in enumerate(zip(idx, shape, strict=True)):
+            last = d == len(shape) - 1
+            bad = mask & ((i < 0) | (i + (width if last else 1) > n))
+            if bad.any():
+                t = int(np.argmax(bad))
+                raise IndexError(f"thread {t}: index {[int(x[t]) for x in idx]} (+{width}) out of "
+                                 f"range for memref {tuple(shape)}")
+            flat = flat * n + np.where(mask, i, 0)
+        if id(arr) in self.shared:
+            flat = flat + self.blk * int(np.prod(shape))
+        return arr.reshape(-1), flat
+
+    def _check_alignment(self, op, flat, itemsize, mask):
+        if "alignment" in op.attributes:
+            a = self.ir.IntegerAttr(op.attributes["alignment"]).value
+            bad = mask & ((flat * itemsize) % a != 0)
+            if bad.any():
+                raise AssertionError(f"{op.operation.name} claims alignment {a} but thread "
+                                     f"{int(np.argmax(bad))} accesses byte {int(flat[bad][0]) * itemsize}")
+
+    def load(self, op, mask, width=0):
+        mem, *idx = op.operands
+        flat_arr, flat = self._address(mem, [self.env[i] for i in idx], mask, max(width, 1))
+        if not width:
+            return flat_arr[flat]
+        self._check_alignment(op, flat, flat_arr.itemsize, mask)
+        return flat_arr[flat[:, None] + np.arange(width)]
+
+    def store(self, op, mask, width=0):
+        val, mem, *idx = op.operands
+        v = self.env[val]
+        flat_arr, flat = self._address(mem, [self.env[i] for i in idx], mask, max(width, 1))
+        if width:
+            self._check_alignment(op, flat, flat_arr.itemsize, mask)
+            flat_arr[(flat[:, None] + np.arange(width))[mask]] = v[mask]
+        else:
+            flat_arr[flat[mask]] = v[mask]
+
+    # --- execution ------------------------------------------------------------------------------
+    def run_block(self, block, mask):
+        for op in block.operations:
+            name = op.operation.name
+            if name in ("scf.yield", "gpu.return"):
+                return [self.env[v] for v in op.operands]
+            self.run_op(op, name, mask)
+        return []
+
+    def run_op(self, op, name, mask):
+        env, ir = self.env, self.ir
+        ins = [env[v] for v in op.operands] if name not in ("scf.for",) else None
+        res_t = op.results[0].type if len(op.results) else None
+        if name == "arith.constant":
+            out = self.const(op, res_t)
+        elif name == "gpu.thread_id":
+            out = self.tid.copy()
+        elif name == "gpu.block_id":
+            out = self.bid[str(op.attributes["dimension"]).split()[-1].strip(">")].copy()
+        elif name == "gpu.barrier":
+            return
+        elif name == "gpu.shuffle":
+            x, off = ins[0], ins[1]
+            partner = np.arange(self.T) ^ off.astype(np.int64)
+            env[op.results[0]] = x[partner]
+            env[op.results[1]] = np.ones(self.T, bool)
+            return
+        elif name == "memref.load":
+            out = self.load(op, mask)
+        elif name == "memref.store":
+            return self.store(op, mask)
+        elif name == "vector.load":
+            out = self.load(op, mask, res_t.shape[0])
+        elif name == "vector.store":
+            return self.store(op, mask, op.operands[0].type.shape[0])
+        elif name == "memref.get_global":
+            out = self.globals[ir.FlatSymbolRefAttr(op.attributes["name"]).value]
+        elif name == "scf.if":
+            return self.run_if(op, ins[0], mask)
+        elif name == "scf.for":
+            return self.run_for(op, mask)
+        else:
+            out = self.compute(op, name, ins, res_t)
+        env[op.results[0]] = out
+
+    def run_if(self, op, cond, mask):
+        then = self.run_block(op.regions[0].blocks[0], mask & cond)
+        other = self.run_block(op.regions[1].blocks[0], mask & ~cond) if len(op.regions[1].blocks) else []
+        for r, a, b in zip(op.results, then, other, strict=True):
+            c = cond.reshape(cond.shape + (1,) * (a.ndim - 1))
+            self.env[r] = np.where(c, a, b)
+
+    def run_for(self, op, mask):
+        lb, ub, step, *inits = [self.env[v] for v in op.operands]
+        body = op.regions[0].blocks[0]
+        iv_arg, *carried = body.arguments
+        iv = lb.copy()
+        vals = [np.array(v, copy=True) for v in inits]
+        while True:
+            active = mask & (iv < ub)
+            if not active.any():
+                break
+            self.env[iv_arg] = iv
+            for a, v in zip(carried, vals, strict=True):
+                self.env[a] = v
+            new = self.run_block(body, active)
+            for k, n in enumerate(new):
+                m = active.reshape(active.shape + (1,) * (n.ndim - 1))
+                vals[k] = np.where(m, n, vals[k])
+            iv = np.where(active, iv + step, iv)
+        for r, v in zip(op.results, vals, strict=True):
+            self.env[r] = v
+
+    def compute(self, op, name, x, res_t):
+        dialect, _, kind = name.partition(".")
+        dt = _NP[_elem(res_t)]
+        if dialect == "math" and kind in _MATH:
+            return _MATH[kind](x[0]).astype(dt)
+        with np.errstate(all="ignore"):
+            return self._arith(op, kind, x, dt, res_t)
+
+    def _arith(self, op, kind, x, dt, res_t):
+        ir = self.ir
+        simple = {"addf": np.add, "subf": np.subtract, "mulf": np.multiply, "divf": np.divide,
+                  "maximumf": np.maximum, "minimumf": np.minimum, "addi": np.add,
+                  "subi": np.subtract, "muli": np.multiply, "andi": np.bitwise_and,
+                  "ori": np.bitwise_or, "xori": np.bitwise_xor, "maxsi": np.maximum,
+                  "minsi": np.minimum, "copysign": np.copysign}
+        if kind in simple:
+            return simple[kind](x[0], x[1]).astype(dt)
+        if kind in ("maxui", "minui"):
+            f = np.maximum if kind == "maxui" else np.minimum
+            return f(_u(x[0]), _u(x[1])).view(dt)
+        if kind == "negf":
+            return -x[0]
+        if kind == "fma":
+            return (x[0].astype(np.float64) * x[1] + x[2]).astype(dt)
+        if kind in ("divui", "remui", "divsi", "remsi"):
+            a, b = (_u(x[0]), _u(x[1])) if kind.endswith("ui") else (x[0], x[1])
+            safe = np.where(b == 0, 1, b)
+            if kind.startswith("div"):
+                q = np.trunc(a / safe).astype(a.dtype) if kind == "divsi" else a // safe
+            else:
+                q = np.fmod(a, safe) if kind == "remsi" else a % safe
+            return q.astype(a.dtype).view(dt) if kind.endswith("ui") else q.astype(dt)
+        if kind in ("shli", "shrsi", "shrui"):
+            a = _u(x[0]) if kind == "shrui" else x[0]
+            f = np.left_shift if kind == "shli" else np.right_shift
+            return f(a, x[1].astype(a.dtype)).astype(a.dtype).view(dt)
+        if kind == "cmpf":
+            p = _CMPF[ir.IntegerAttr(op.attributes["predicate"]).value]
+            a, b = x
+            unordered = np.isnan(a) | np.isnan(b)
+            base = {"eq": a == b, "gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b,
+                    "ne": a != b}
+            if p in ("ord", "uno"):
+                return ~unordered if p == "ord" else unordered
+            r = base[p[1:]] if p[1:] in base else None
+            return (r & ~unordered) if p[0] == "o" else (r | unordered)
+        if kind == "cmpi":
+            p = _CMPI[ir.IntegerAttr(op.attributes["predicate"]).value]
+            a, b = (_u(x[0]), _u(x[1])) if p[0] == "u" else (x[0], x[1])
+            key = p[1:] if p[0] in "su" else p
+            return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
+                    "ge": a >= b}[key]
+        if kind == "select":
+            c = x[0]
+            c = c.reshape(c.shape + (1,) * (x[1].ndim - c.ndim))
+            return np.where(c, x[1], x[2])
+        if kind == "bitcast":
+            return x[0].view(dt)
+        if kind in ("extui", "index_castui"):
+            return _u(x[0]).astype(_UNS.get(np.dtype(dt), dt)).astype(dt)
+        if kind in ("extsi", "trunci", "extf", "truncf", "sitofp", "fptosi", "index_cast"):
+            return x[0].astype(dt)
+        if kind in ("uitofp", "fptoui"):
+            return (_u(x[0]) if kind == "uitofp" else x[0]).astype(dt)
+        if kind == "broadcast":
+            shape = list(res_t.shape)
+            return np.broadcast_to(x[0].reshape((self.T,) + (1,) * len(shape)),
+                                   (self.T, *shape)).copy()
+        if kind == "reduction":
+            k = str(op.attributes["kind"]).split("<")[-1].strip(">")
+            red = {"add": np.sum, "mul": np.prod, "maximumf": np.max, "minimumf": np.min,
+                   "maxsi": np.max, "minsi": np.min, "maxnumf": np.nanmax, "minnumf": np.nanmin}
+            if k in ("maxui", "minui"):
+                f = np.max if k == "maxui" else np.min
+                return f(_u(x[0]), axis=1).view(dt)
+            return red[k](x[0], axis=1).astype(dt)
+        if kind == "from_elements":
+            return np.stack(x, axis=1).reshape((self.T, *res_t.shape))
+        if kind == "extract":
+            pos = list(ir.DenseI64ArrayAttr(op.attributes["static_position"]))
+            return x[0][(slice(None), *pos)]
+        if kind == "mma.sync":
+            return self._mma(*x)
+        raise NotImplementedError(f"simulate: no rule for {op.operation.name}")
+
+    def _mma(self, a, b, c):
+        """D = A B + C for m16n8k8 per warp, fragments in the PTX ISA layout."""
+        w = self.T // 32
+        lane = np.arange(32)
+        g, t = lane // 4, lane % 4
+        A = np.zeros((w, 16, 8), np.float32)
+        Bm = np.zeros((w, 8, 8), np.float32)
+        C = np.zeros((w, 16, 8), np.float32)
+        a, b, c = a.reshape(w, 32, 4), b.reshape(w, 32, 2), c.reshape(w, 32, 2, 2)
+        A[:, g, t], A[:, g + 8, t], A[:, g, t + 4], A[:, g + 8, t + 4] = (a[..., i] for i in range(4))
+        Bm[:, t, g], Bm[:, t + 4, g] = b[..., 0], b[..., 1]
+        for h in range(2):
+            for j in range(2):
+                C[:, g + 8 * h, 2 * t + j] = c[..., h, j]
+        D = np.matmul(A.astype(np.float64), Bm).astype(np.float32) + C
+        out = np.empty((w, 32, 2, 2), np.float32)
+        for h in range(2):
+            for j in range(2):
+                out[..., h, j] = D[:, g + 8 * h, 2 * t + j]
+        return out.reshape(self.T, 2, 2)
+
+
+def simulate(module_text: str, entry: str, grid, block, args: list) -> None:
+    """Runs kernel `entry` of a `gpu.module` text (as from wrap_module, without the outer
+    container module) over `grid` x `block` threads; `args` are NumPy arrays, one per kernel
+    argument (bare pointers: any array of the argument's size), outputs written in place."""
+    from nova.compiler.bindings import load_mlir
+
+    load_mlir()
+    from mlir import ir
+
+    with ir.Context():
+        module = ir.Module.parse("module attributes {gpu.container_module} {\n" + module_text
+                                 + "\n}")
+        gmod = module.body.operations[0]
+        funcs = [op for op in gmod.regions[0].blocks[0].operations
+                 if op.operation.name == "gpu.func"
+                 and ir.StringAttr(op.attributes["sym_name"]).value == entry]
+        if not funcs:
+            raise KeyError(f"simulate: no gpu.func @{entry}")
+        fn = funcs[0]
+        sim = _Sim(ir, gmod, grid, block)
+        body = fn.regions[0].blocks[0]
+        n_wg = len(body.arguments) - len(args)
+        for arg, a in zip(body.arguments[:len(args)], args, strict=True):
+            shape = list(arg.type.shape)
+            if a.size < int(np.prod(shape)):
+                raise ValueError(f"simulate: argument of {a.size} elements for {arg.type}")
+            flat = a.reshape(-1).view(_NP[_elem(arg.type)])  # bool as i8, bf16 as i16 bits
+            sim.env[arg] = flat[: int(np.prod(shape))].reshape(shape)
+        for arg in body.arguments[len(args):len(args) + n_wg]:
+            buf = np.zeros([sim.nblocks] + list(arg.type.shape), _NP[_elem(arg.type)])
+            sim.shared.add(id(buf))
+            sim.env[arg] = buf
+        sim.run_block(body, np.ones(sim.T, bool))

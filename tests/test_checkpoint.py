@@ -70,6 +70,8 @@ def test_file_holds_gpt2_names_and_metadata(tmp_path, model):
         meta = f.metadata()
     assert meta["step"] == "5" and meta["format"] == "nova.checkpoint"
     assert meta["model"] == "GPT2" and meta["opt_leaves"] == str(n_opt)
+    info = nn.checkpoint_metadata(path)
+    assert info == {"step": 5, "config": CFG.to_dict(), "model": "GPT2", "opt_leaves": n_opt}
 
 
 class _FailingFile:
@@ -157,11 +159,16 @@ def test_truncated_and_corrupt_files_raise_naming_the_path(tmp_path, model):
         p.write_bytes(bad)
         with pytest.raises(nn.CheckpointError, match=f"bad{i}.safetensors.*truncated or corrupt"):
             nn.load_checkpoint(p, model)
+        if i > 0:  # (the first keeps a whole header: only the tensors are cut)
+            with pytest.raises(nn.CheckpointError, match=f"bad{i}.safetensors"):
+                nn.checkpoint_metadata(p)
     assert issubclass(nn.CheckpointError, ValueError)
     foreign = tmp_path / "foreign.safetensors"
     st.save_file({"x": np.zeros(3, np.float32)}, foreign)
     with pytest.raises(nn.CheckpointError, match="not a Nova checkpoint"):
         nn.load_checkpoint(foreign, model)
+    with pytest.raises(nn.CheckpointError, match="not a Nova checkpoint"):
+        nn.checkpoint_metadata(foreign)
     with pytest.raises(FileNotFoundError):
         nn.load_checkpoint(tmp_path / "absent.safetensors", model)
 

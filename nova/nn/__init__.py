@@ -6,7 +6,12 @@ the model's shape and `nova.jit` compiles a whole training step. Freezing is `pa
 scaled_dot_product_attention, ...) are re-exported here from `nova.nn.functional`.
 """
 
-from nova.nn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from nova.nn.checkpoint import (
+    CheckpointError,
+    checkpoint_metadata,
+    load_checkpoint,
+    save_checkpoint,
+)
 from nova.nn.functional import (
     cross_entropy,
     dropout,
@@ -26,7 +31,7 @@ from nova.nn.module import Module, combine, partition, static_field
 
 __all__ = [
     "GPT2", "MLP", "Block", "CausalSelfAttention", "CheckpointError", "Dropout", "Embedding",
-    "GPT2Config", "LayerNorm", "Linear", "Module", "combine", "cross_entropy", "dropout", "gelu",
+    "GPT2Config", "LayerNorm", "Linear", "Module", "checkpoint_metadata", "combine", "cross_entropy", "dropout", "gelu",
     "layer_norm", "load_checkpoint", "log_softmax", "logsumexp", "one_hot", "partition", "relu",
     "save_checkpoint", "scaled_dot_product_attention", "silu", "softmax", "static_field",
 ]

@@ -27,7 +27,7 @@ import safetensors.numpy as st
 from nova.core.pytree import tree_flatten, tree_unflatten
 from nova.nn.module import Module
 
-__all__ = ["CheckpointError", "load_checkpoint", "save_checkpoint"]
+__all__ = ["CheckpointError", "checkpoint_metadata", "load_checkpoint", "save_checkpoint"]
 
 _FORMAT = "nova.checkpoint"
 _VERSION = "1"
@@ -148,6 +148,40 @@ def _read(path: str) -> tuple[dict, dict]:
             f"has format={metadata.get('format')!r}, expected {_FORMAT!r})"
         )
     return tensors, metadata
+
+
+def checkpoint_metadata(path) -> dict:
+    """What a checkpoint holds besides tensors, read from its header only (cheap for big files):
+    {"step": int, "config": dict or None, "model": class name, "opt_leaves": int or None}.
+
+    Use it to build the `model_like` that `load_checkpoint` needs, e.g.
+    ``GPT2.init(GPT2Config(**checkpoint_metadata(p)["config"]), key)``. Raises OSError when the
+    file cannot be opened, CheckpointError naming the path when the header is truncated, corrupt
+    or not a Nova checkpoint's.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if not 0 < n <= size - 8:
+            raise CheckpointError(f"checkpoint {path!r} cannot be read ({size} bytes; truncated "
+                                  f"or corrupt): bad header length")
+        try:
+            header = json.loads(f.read(n))
+            meta = header.get("__metadata__") or {}
+        except (ValueError, AttributeError) as e:
+            raise CheckpointError(f"checkpoint {path!r} cannot be read ({size} bytes; truncated "
+                                  f"or corrupt): {e}") from None
+    if meta.get("format") != _FORMAT:
+        raise CheckpointError(
+            f"checkpoint {path!r} is not a Nova checkpoint (its metadata has "
+            f"format={meta.get('format')!r}, expected {_FORMAT!r})"
+        )
+    return {"step": int(meta.get("step", 0)),
+            "config": json.loads(meta["config"]) if "config" in meta else None,
+            "model": meta.get("model"),
+            "opt_leaves": int(meta["opt_leaves"]) if "opt_leaves" in meta else None}
 
 
 def _check_leaf(path, name, stored: np.ndarray, like_shape, like_dtype) -> None:

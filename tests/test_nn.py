@@ -268,7 +268,10 @@ def test_gpt2_parameter_names_and_count(gpt):
     d, v, t, L = 32, 64, 16, 2
     expected = v * d + t * d + L * (12 * d * d + 13 * d) + 2 * d
     assert gpt.num_parameters() == expected == sum(p.size for p in gpt.parameters())
-    assert nn.GPT2Config.gpt2().n_layer == 12 and nn.GPT2Config.tiny().n_embd == 128
+    assert nn.GPT2Config.tiny().n_embd == 128 and nn.GPT2Config.tiny(vocab_size=80).vocab_size == 80
+    # GPT-2 small's 124,439,808 parameters (tied head), counted from the traced initialization.
+    prog = nova.make_program(lambda k: nn.GPT2.init(nn.GPT2Config.gpt2(), k))(nova.random.key(0))
+    assert sum(int(np.prod(o.type.shape)) for o in prog.outputs) == 124_439_808
     sd = gpt.state_dict()
     assert isinstance(sd["h.1.mlp.c_fc.weight"], np.ndarray)
     assert sd["h.1.mlp.c_fc.weight"].shape == (32, 128)

@@ -12,11 +12,15 @@ _DEFAULTS = {
     # "compiled" (MLIR-generated kernels once the compiler is present) or "interpreter" (the
     # NumPy reference implementations).
     "backend": os.environ.get("NOVA_BACKEND", "compiled"),
+    # Verify the Program after every pass (the test suite turns this on; otherwise the Program
+    # is verified once, after the last pass, before anything reaches code generation).
+    "verify_passes": os.environ.get("NOVA_VERIFY_PASSES") == "1",
 }
 _CODE_FLAGS = ("matmul_precision", "backend")
 _ALLOWED = {
     "matmul_precision": ("highest", "tf32"),
     "backend": ("interpreter", "compiled"),
+    "verify_passes": (True, False),
 }
 
 

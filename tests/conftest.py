@@ -23,6 +23,8 @@ from hypothesis import HealthCheck, settings
 # exercises cold compiles. NOVA_TEST_CACHE_DIR reuses a cache between runs when wanted.
 os.environ["NOVA_CACHE_DIR"] = os.environ.get("NOVA_TEST_CACHE_DIR") or tempfile.mkdtemp(
     prefix="nova-test-cache-")
+# Verify the Program after every pass (outside the tests only after the last one).
+os.environ["NOVA_VERIFY_PASSES"] = "1"
 
 settings.register_profile(
     "nova", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]

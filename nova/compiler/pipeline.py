@@ -45,8 +45,18 @@ def _dump(dump_dir: str, index: int, name: str, program: Program, tag: str) -> N
     os.replace(tmp, path)
 
 
-def run_passes(program: Program, *, verify: bool = True, tag: str | None = None) -> Program:
-    """Runs PASSES over `program`; verifies after each pass when `verify` (always in tests)."""
+def run_passes(program: Program, *, verify: bool | None = None,
+               tag: str | None = None) -> Program:
+    """Runs PASSES over `program`.
+
+    verify: check the Program after every pass (None: the `verify_passes` config flag, which the
+    test suite sets). The result is always verified once, so bad IR never reaches codegen.
+    Raises nova.core.errors.IRError naming the pass after which the Program became invalid.
+    """
+    if verify is None:
+        from nova.config import config
+
+        verify = config.verify_passes
     dump_dir = os.environ.get("NOVA_DUMP_DIR")
     logging_on = os.environ.get("NOVA_LOG_COMPILES") == "1"
     tag = tag or program.structural_hash()[:12]
@@ -61,6 +71,8 @@ def run_passes(program: Program, *, verify: bool = True, tag: str | None = None)
             verify_program(program, pass_name=name)
         if dump_dir:
             _dump(dump_dir, i, name, program, tag)
+    if not verify:
+        verify_program(program, pass_name=PASSES[-1][0])
     if logging_on:
         log.warning("nova compile %s: %d equations; %s", tag, len(program.eqns),
                     ", ".join(f"{n} {t * 1e3:.2f} ms" for n, t in timings))

@@ -29,8 +29,18 @@ class TensorType:
     dtype: np.dtype
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        shape = tuple(int(d) for d in self.shape)
+        dtype = np.dtype(self.dtype)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype)
+        # Derived once: the compiler asks for sizes and prints types many thousand times.
+        size = 1
+        for d in shape:
+            size *= d
+        object.__setattr__(self, "_size", size)
+        el = dtypes.MLIR_NAME[dtype]
+        text = "tensor<" + "".join(f"{d}x" for d in shape) + f"{el}>"
+        object.__setattr__(self, "_text", text)
 
     @property
     def ndim(self) -> int:
@@ -38,17 +48,14 @@ class TensorType:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return self._size
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return self._size * self.dtype.itemsize
 
     def __str__(self):
-        el = dtypes.MLIR_NAME[self.dtype]
-        if not self.shape:
-            return f"tensor<{el}>"
-        return "tensor<" + "x".join(str(d) for d in self.shape) + f"x{el}>"
+        return self._text
 
     __repr__ = __str__
 

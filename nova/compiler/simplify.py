@@ -3,7 +3,10 @@
 - x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 -> x (exact in IEEE arithmetic);
 - zero cotangents: neg/broadcast/reshape/transpose/reduce_sum/convert of zeros -> zeros and
   select(p, z, z) -> z (exact, so user arithmetic keeps its IEEE meaning);
-- broadcast-then-reduce: reduce_sum over exactly the dimensions a broadcast added -> x * n.
+- broadcast-then-reduce: reduce_sum over exactly the dimensions a broadcast added -> x * n;
+- boolean identities x & false -> false, x & true -> x, x | true -> true, x | false -> x, and
+  select of a constant predicate -> the chosen operand (exact), which removes the zero-safe VJP
+  masks of constant partials.
 """
 
 from __future__ import annotations
@@ -42,6 +45,26 @@ def simplify(program: Program) -> Program:
         if name in _ZERO_PRESERVING and splats and splats[0] == 0:
             rw.replace(out, _zeros(rw, out, e.source))
             continue
+        if name in ("and", "or") and out.type.dtype == np.dtype(bool):
+            # x & false -> false, x & true -> x, x | true -> true, x | false -> x (either side);
+            # with select below this drops the zero-safe VJP mask (nova/ops/elementwise.py)
+            # wherever the partial is a finite constant.
+            absorbing = name == "or"  # the value that decides the result alone
+            done = False
+            for k in (0, 1):
+                if splats[k] is None or ins[1 - k].type != out.type:
+                    continue
+                keep = ins[k] if bool(splats[k]) == absorbing else ins[1 - k]
+                rw.replace(out, keep)
+                done = True
+                break
+            if done:
+                continue
+        if name == "select" and splats[0] is not None:
+            chosen = ins[1] if bool(splats[0]) else ins[2]
+            if chosen.type == out.type:
+                rw.replace(out, chosen)
+                continue
         if name == "select" and splats[1] == 0 and splats[2] == 0:
             rw.replace(out, _zeros(rw, out, e.source))
             continue

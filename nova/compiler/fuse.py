@@ -37,6 +37,8 @@ _INLINE_TEMPLATES = ("concatenate", "pad", "gather")
 # inputs are evaluated at an index inside it like a loop kernel's values.
 _SEQUENTIAL = {"scatter_add": "scatter", "scatter": "scatter", "cumsum": "scan",
                "cumprod": "scan", "cummax": "scan", "cummin": "scan", "sort": "sort"}
+# Fused attention (nova/ops/attention.py): flash kernels of their own, reading stored operands.
+ATTENTION = ("flash_attention_fwd", "flash_attention_bwd")
 # Kernel kinds that evaluate the values they read at an index (clones may be recomputed there).
 _INLINE_KINDS = ("loop", "scatter", "scan", "sort")
 # Index-valued reductions over one axis, carrying a (value, position) pair per row.
@@ -126,11 +128,17 @@ def _row_aligned(var, group_eqns: set, consumers: dict, eqns: list, in_shape, ax
     return True
 
 
-def _full_aligned(var, group_eqns: set, consumers: dict, eqns: list, shape) -> bool:
+def _full_aligned(var, group_eqns: set, consumers: dict, eqns: list, shape,
+                  checked: set | None = None) -> bool:
     """A full-shape value computed from per-row values is read inside the group only at its own
     index: by elementwise equations (recursively) or by reductions, which read it at the same
     (row, position) in their phase; a movement (rev, slice, pad, ...) would need another row's
-    per-row values."""
+    per-row values. `checked`: values already found aligned (shared subexpressions are walked
+    once)."""
+    checked = set() if checked is None else checked
+    if id(var) in checked:
+        return True
+    checked.add(id(var))
     for ci in consumers.get(id(var), []):
         if ci not in group_eqns:
             continue
@@ -139,7 +147,8 @@ def _full_aligned(var, group_eqns: set, consumers: dict, eqns: list, shape) -> b
             continue
         if _loop_class(c) != "elementwise" or c.outputs[0].type.shape != tuple(shape):
             return False
-        if not all(_full_aligned(o, group_eqns, consumers, eqns, shape) for o in c.outputs):
+        if not all(_full_aligned(o, group_eqns, consumers, eqns, shape, checked)
+                   for o in c.outputs):
             return False
     return True
 
@@ -175,6 +184,13 @@ def fuse(program: Program) -> FusedProgram:
                         us.append(g)
         return us, non_loop
 
+    prod_index = {id(o): i for i, e in enumerate(eqns) for o in e.outputs}
+
+    def members_of(g):
+        """The equations a group computes: its own and the ones it clones."""
+        return list(g.eqns) + cloned_by.get(id(g), [])
+
+    cloned_by: dict[int, list] = {}  # id(group) -> indices of the equations it clones
     for i in reversed(range(len(eqns))):
         e = eqns[i]
         cls = _loop_class(e)
@@ -186,8 +202,19 @@ def fuse(program: Program) -> FusedProgram:
             or (len(users) > 1 and cls == "elementwise" and len(users) <= _MAX_CLONES)
         ):
             clones[i] = users
+            for g in users:
+                cloned_by.setdefault(id(g), []).append(i)
             continue
         target = users[0] if len(users) == 1 and not non_loop else None
+        if cls == "reduction" and target is None and users:
+            shared = _shared_target(i, e, users, eqns, prod_index, group_of, clones,
+                                    consumers, members_of)
+            if shared is not None:
+                # Computed inside one consumer kernel and stored for the others (layer norm's
+                # mean and variance: the row kernel that needs them writes them per row).
+                shared.eqns.append(i)
+                group_of[i] = shared
+                continue
         if cls is not None and target is not None and target.kind == "loop" and \
                 _can_join(e, cls, target, is_out, consumers, eqns, clones):
             target.eqns.append(i)
@@ -223,12 +250,15 @@ def fuse(program: Program) -> FusedProgram:
             g = _Group("contraction", e.outputs[0].type.shape, None, [i], dot=i)
         elif e.prim.name in _SEQUENTIAL:
             g = _Group(_SEQUENTIAL[e.prim.name], e.outputs[0].type.shape, None, [i])
+        elif e.prim.name in ATTENTION:
+            g = _Group("attention", (), None, [i])
         else:
             g = _Group(f"host:{e.prim.name}", (), None, [i])
         groups.append(g)
         group_of[i] = g
 
     groups.reverse()
+    groups = _merge_siblings(groups, eqns, prod_index, consumers, clones)
     index_of = {id(e): i for i, e in enumerate(eqns)}
     kernels = []
     for g in groups:
@@ -245,6 +275,125 @@ def fuse(program: Program) -> FusedProgram:
             k = _make_kernel(epi, eqns, prod, outputs, consumers, clones, index_of)
         kernels.append(k)
     return FusedProgram(program, _order(kernels, program))
+
+
+def _depends_on(g: _Group, others: list, start: int, eqns, prod_index, group_of, clones,
+                members_of) -> bool:
+    """Whether group g reads (through any chain of equations after `start`) a value computed by
+    one of the groups `others`. Equations at or before `start` cannot read the values of groups
+    formed so far (those consume a later equation's result), so the search stops there."""
+    targets = {id(u) for u in others}
+    stack = members_of(g)
+    seen = set(stack)  # equations whose inputs are (to be) followed
+    groups_seen = {id(g)}
+    while stack:
+        k = stack.pop()
+        for v in eqns[k].inputs:
+            p = prod_index.get(id(v))
+            if p is None or p <= start or p in seen:
+                continue
+            if p in clones:  # recomputed by the reader: follow its own inputs
+                seen.add(p)
+                stack.append(p)
+                continue
+            gp = group_of.get(p)
+            if gp is None or id(gp) in groups_seen:
+                continue
+            if id(gp) in targets:
+                return True
+            groups_seen.add(id(gp))
+            for q in members_of(gp):
+                if q not in seen:
+                    seen.add(q)
+                    stack.append(q)
+    return False
+
+
+def _shared_target(i: int, e: Eqn, users: list, eqns, prod_index, group_of, clones, consumers,
+                   members_of):
+    """A loop group among the consumers of reduction `e` that can compute it and store it for
+    the others: it reduces the same axes (or iterates over e's input shape) and joining it makes
+    no cycle, i.e. it does not itself depend on another consumer group. Earliest group first."""
+    loops = [g for g in users if g.kind == "loop"]
+    loops.sort(key=lambda g: min(g.eqns))
+    for g in loops:
+        others = [u for u in users if u is not g]
+        if g.red_axes is None and g.iter_shape != e.inputs[0].type.shape:
+            continue
+        if _depends_on(g, others, i, eqns, prod_index, group_of, clones, members_of):
+            continue
+        if _can_join(e, "reduction", g, True, consumers, eqns, clones):
+            return g
+    return None
+
+
+def _merge_siblings(groups: list, eqns, prod_index, consumers, clones) -> list:
+    """Merges loop groups that reduce the same axes of the same iteration shape and read a common
+    input, when neither depends on the other: one pass over the shared data computes all their
+    reductions (layer norm's dgamma and dbeta column sums). Returns the new group list."""
+
+    def inputs_of(g, cloned) -> set:
+        members = set(g.eqns) | set(cloned.get(id(g), ()))
+        return {id(v) for k in members for v in eqns[k].inputs
+                if prod_index.get(id(v)) not in members}
+
+    def downstream(a, owner) -> set:
+        """The ids of the groups that read, through any chain of kernels, a value a computes."""
+        stack, seen = [a], set()
+        while stack:
+            g = stack.pop()
+            for k in g.eqns:
+                for o in eqns[k].outputs:
+                    for c in consumers.get(id(o), []):
+                        for h in (clones[c] if c in clones else [owner.get(c)]):
+                            if h is not None and id(h) not in seen:
+                                seen.add(id(h))
+                                stack.append(h)
+        return seen
+
+    by_space: dict = {}
+    for g in groups:
+        if g.kind == "loop" and g.red_axes:
+            by_space.setdefault((g.iter_shape, g.red_axes), []).append(g)
+    cands = [gs for gs in by_space.values() if len(gs) > 1]
+    if not cands:
+        return groups
+    owner = {k: g for g in groups for k in g.eqns}
+    cloned: dict[int, list] = {}
+    for c, gs in clones.items():
+        for g in gs:
+            cloned.setdefault(id(g), []).append(c)
+    everyone = [g for gs in cands for g in gs]
+    reach = {id(g): downstream(g, owner) for g in everyone}
+    for gs in cands:
+        ins = {id(g): inputs_of(g, cloned) for g in gs}
+        alive = list(gs)
+        x = 0
+        while x < len(alive):
+            a = alive[x]
+            y = x + 1
+            while y < len(alive):
+                b = alive[y]
+                if not ins[id(a)] & ins[id(b)] or id(b) in reach[id(a)] or \
+                        id(a) in reach[id(b)]:
+                    y += 1
+                    continue
+                # Merge b into a; whatever reached either now reaches a and what follows both.
+                a.eqns.extend(b.eqns)
+                ins[id(a)] |= ins[id(b)]
+                reach[id(a)] |= reach[id(b)]
+                for h in everyone:
+                    r = reach[id(h)]
+                    if id(b) in r or id(a) in r:
+                        r |= reach[id(a)] | {id(a)}
+                for hs in clones.values():
+                    if any(h is b for h in hs):
+                        hs[:] = [h for h in hs if h is not b and h is not a] + [a]
+                groups.remove(b)
+                everyone.remove(b)
+                alive.pop(y)
+            x += 1
+    return groups
 
 
 def _epilogue_reads_operands(k, dot: Eqn) -> bool:

@@ -1,0 +1,174 @@
+"""Fusion counts (issue 3): how many kernels the normalizations, softmaxes, a cross-entropy and an
+MLP block become, forward and backward, counted from the compiled program's text, with every
+compiled result checked against the reference interpreter."""
+
+import re
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova.compiler.backend_cpu import compile_program
+from nova.compiler.fuse import fuse
+from nova.compiler.pipeline import run_passes
+from nova.core.interpreter import run_program
+from tests.helpers import assert_close
+
+_KERNEL = re.compile(r"nova\.kernel @\w+ \([^)]*\) \{kind = \"(\w+)\", ops = \[([^\]]*)\]"
+                     r"(?:, iter_shape=\(([^)]*)\) red_axes=(\([^)]*\)|None))?")
+
+
+def softmax(x):
+    m = jnp.max(x, -1, keepdims=True)
+    e = jnp.exp(x - m)
+    return e / jnp.sum(e, -1, keepdims=True)
+
+
+def log_softmax(x):
+    s = x - jnp.max(x, -1, keepdims=True)
+    return s - jnp.log(jnp.sum(jnp.exp(s), -1, keepdims=True))
+
+
+def layer_norm(x, g, b):
+    mu = jnp.mean(x, -1, keepdims=True)
+    var = jnp.mean((x - mu) ** 2, -1, keepdims=True)
+    return (x - mu) / jnp.sqrt(var + 1e-5) * g + b
+
+
+def gelu_tanh(h):
+    return 0.5 * h * (1 + jnp.tanh(0.7978845608 * (h + 0.044715 * h ** 3)))
+
+
+def cross_entropy(logits, labels):
+    picked = jnp.take_along_axis(log_softmax(logits), labels[:, None], axis=1)
+    return -jnp.mean(picked)
+
+
+def _compiled_kernels(f, *args):
+    """[(kind, ops, red_axes)] parsed from the compiled text, after checking every output of the
+    compiled program against the reference interpreter."""
+    program = run_passes(nova.make_program(f)(*args))
+    exe = compile_program(program)
+    values = [np.asarray(a) for a in args]
+    for got, want in zip(exe(values), run_program(program, values), strict=True):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        scale = max(1.0, float(np.abs(want).max()))
+        assert_close(got, want, rtol=2e-5, atol=2e-5 * scale)
+    kernels = []
+    for kind, ops, _, red in _KERNEL.findall(exe.as_text()):
+        kernels.append((kind, [o for o in ops.split(", ") if o], red))
+    assert len(kernels) == exe.as_text().count("nova.kernel"), exe.as_text()
+    return kernels
+
+
+def _rng_args(*shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+@pytest.mark.parametrize("fn", [softmax, log_softmax], ids=["softmax", "log_softmax"])
+def test_softmax_family_forward_and_backward_are_one_kernel_each(fn):
+    x, dy = _rng_args((32, 96), (32, 96))
+    (fwd,) = _compiled_kernels(fn, x)
+    assert fwd[0] == "loop" and {"reduce_max", "reduce_sum", "exp"} <= set(fwd[1])
+    # The backward alone (the forward's row statistics are recomputed inside it).
+    bwd = _compiled_kernels(nova.grad(lambda x, dy: jnp.sum(fn(x) * dy)), x, dy)
+    assert len(bwd) == 1 and bwd[0][2] == "(1,)"
+
+
+def test_layer_norm_forward_is_one_kernel_and_backward_two():
+    x, g, b, dy = _rng_args((48, 64), (64,), (64,), (48, 64), seed=1)
+    assert len(_compiled_kernels(layer_norm, x, g, b)) == 1
+    f = nova.grad(lambda x, g, b, dy: jnp.sum(layer_norm(x, g, b) * dy), argnums=(0, 1, 2))
+    kernels = _compiled_kernels(f, x, g, b, dy)
+    # One row kernel (mean, variance and dx, storing the row statistics) and one column kernel
+    # holding both parameter-gradient reductions (dgamma and dbeta in one pass).
+    assert [(k, red) for k, _, red in kernels] == [("loop", "(1,)"), ("loop", "(0,)")]
+    assert kernels[1][1].count("reduce_sum") == 2
+
+
+def test_layer_norm_statistics_are_computed_once_and_stored_for_the_backward():
+    """In a training program the forward row kernel writes the mean and variance sums per row;
+    the backward's kernels read them (no separate statistics kernel)."""
+    x, g, b, dy = _rng_args((32, 48), (48,), (48,), (32, 80), seed=2)
+    w = _rng_args((48, 80), seed=3)[0] * 0.1
+
+    def loss(x, g, b, w, dy):
+        return jnp.sum((layer_norm(x, g, b) @ w) * dy)
+
+    program = run_passes(nova.make_program(nova.grad(loss, argnums=(0, 1, 2, 3)))(x, g, b, w, dy))
+    fused = fuse(program)
+    rows = [k for k in fused.kernels if k.kind == "loop" and k.schedule["red_axes"] == (1,)]
+    first = rows[0]
+    assert [v.type.shape for v in first.outputs].count((32,)) == 2  # two per-row statistics
+    assert first.op_names().count("reduce_sum") == 2
+    # Every reduction over rows is in the forward kernel or the dx kernel.
+    assert len(rows) == 2 and rows[1].outputs[0].type.shape == (32, 48)
+    assert len(fused.kernels) <= 7
+    _compiled_kernels(nova.grad(loss, argnums=(0, 1, 2, 3)), x, g, b, w, dy)
+
+
+def test_cross_entropy_forward_and_backward():
+    logits = _rng_args((32, 64), seed=4)[0]
+    labels = np.random.default_rng(5).integers(0, 64, 32)
+    kernels = _compiled_kernels(nova.value_and_grad(cross_entropy), logits, labels)
+    kinds = [(k, red) for k, _, red in kernels]
+    # The one-hot cotangent (the gather's transpose), one row kernel for the statistics and the
+    # gradient, and the mean over rows of the picked log-probabilities.
+    assert kinds.count(("loop", "(1,)")) == 1
+    assert len(kernels) == 3
+
+
+def test_mlp_bias_and_gelu_in_the_matmul_epilogue():
+    x, b, dy = _rng_args((64, 96), (384,), (64, 384), seed=6)
+    w = _rng_args((96, 384), seed=7)[0] * 0.1
+
+    def mlp(x, w, b):
+        return gelu_tanh(x @ w + b)
+
+    (k,) = _compiled_kernels(mlp, x, w, b)
+    assert k[0] == "contraction" and k[1][0] == "dot_general"
+    assert "tanh" in k[1] and "add" in k[1]
+    # Training: the forward matmul's epilogue also applies GELU's derivative to the incoming
+    # cotangent, so dh is written by the matmul kernel itself.
+    f = nova.grad(lambda x, w, b, dy: jnp.sum(mlp(x, w, b) * dy), argnums=(0, 1, 2))
+    kernels = _compiled_kernels(f, x, w, b, dy)
+    assert kernels[0][0] == "contraction" and "tanh" in kernels[0][1]
+    assert sum(1 for k, _, _ in kernels if k == "contraction") == 3
+
+
+def test_sibling_column_reductions_merge_only_without_a_dependency():
+    """Two column sums over the same data share one kernel; a column sum that reads the other's
+    result at other positions (reversed) needs it complete first, so it stays a second kernel."""
+    x, y = _rng_args((40, 24), (40, 24), seed=8)
+
+    def siblings(x, y):
+        return jnp.sum(x * y, 0), jnp.sum(x + y, 0)
+
+    kernels = _compiled_kernels(siblings, x, y)
+    assert len(kernels) == 1 and kernels[0][1].count("reduce_sum") == 2
+
+    def chained(x, y):
+        s = jnp.sum(x * y, 0)
+        return jnp.sum(x * s[::-1], 0)
+
+    assert len(_compiled_kernels(chained, x, y)) == 2
+
+
+def test_zero_safe_masks_of_constant_partials_are_removed_and_kept_for_data():
+    x, y = _rng_args((16, 32), (16, 32), seed=9)
+    # d(3x)/dx is the constant 3: no isnan/isinf mask survives the passes.
+    program = run_passes(nova.make_program(nova.grad(lambda x: jnp.sum(jnp.sin(x * 3.0))))(x))
+    names = [e.prim.name for e in program.eqns]
+    assert "isinf" not in names and "isnan" not in names
+    # d(x*y)/dx = y is data: the mask stays, so a zero cotangent times an infinite y is 0.
+    y[0, 0] = np.inf
+
+    def f(x, y):
+        return jnp.sum(jnp.where(x > 100.0, x * y, 0.0))
+
+    program = run_passes(nova.make_program(nova.grad(f))(x, y))
+    assert "isinf" in [e.prim.name for e in program.eqns]
+    (dx,) = compile_program(program)([x, y])
+    assert np.isfinite(dx).all() and (dx == 0).all()

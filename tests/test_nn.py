@@ -194,6 +194,23 @@ def test_attention_fully_masked_row_gives_zeros_not_nan():
     assert_close(gv, rv, rtol=1e-4, atol=1e-4)
 
 
+def test_attention_dropout_uses_the_key():
+    q, k, v = (RNG.standard_normal((2, 5, 4)).astype(np.float32) for _ in range(3))
+    key = nova.random.key(11)
+    f = nova.jit(lambda q, k, v, key: nn.scaled_dot_product_attention(
+        q, k, v, causal=True, dropout_p=0.5, key=key))
+    y = np.asarray(f(q, k, v, key))
+    np.testing.assert_array_equal(y, np.asarray(f(q, k, v, key)))
+    # The same computation by hand: the weights masked with bernoulli(key, 1 - p), scaled by 2.
+    keep = np.asarray(nova.random.bernoulli(key, 0.5, (2, 5, 5)))
+    w = np.asarray(jax.nn.softmax(np.where(np.tril(np.ones((5, 5), bool)),
+                                           q @ k.transpose(0, 2, 1) / 2.0, -np.inf)))
+    assert_close(y, (w * keep * 2.0) @ v, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(y, np.asarray(f(q, k, v, nova.random.key(12))))
+    with pytest.raises(ValueError, match="needs a nova.random key"):
+        nn.scaled_dot_product_attention(q, k, v, dropout_p=0.1)
+
+
 # --- layers ----------------------------------------------------------------------------------
 
 

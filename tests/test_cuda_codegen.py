@@ -46,6 +46,9 @@ CASES = [
     ("concat_pad", lambda x, y: jnp.pad(jnp.concatenate([x, y], axis=1), ((0, 0), (4, 4))),
      [S((16, 32), f32), S((16, 32), f32)]),
     ("softmax", lambda x: F.softmax(x), [S((64, 1000), f32)]),
+    ("softmax_resident", lambda x: F.softmax(x), [S((16, 4096), f32)]),
+    ("layer_norm_resident", lambda x, w, b: F.layer_norm(x, w, b),
+     [S((8, 2048), f32), S((2048,), f32), S((2048,), f32)]),
     ("layer_norm_fwd_bwd", nova.grad(_loss_ln, argnums=(0, 1, 2)),
      [S((32, 768), f32), S((768,), f32), S((768,), f32)]),
     ("cross_entropy_fwd_bwd", nova.value_and_grad(_ce), [S((16, 500), f32), S((16,), np.int32)]),
@@ -120,6 +123,10 @@ def test_schedules_and_instructions(compiled):
     (sm,) = _kernel_records(cases, "softmax", "loop")
     assert sm["grid"] == [64, 1, 1] and "shfl.sync.bfly" in sm["ptx"] and "bar.sync" in sm["ptx"]
     assert sm["shared_bytes"] == 2 * 8 * 4  # one slot per warp for max and for sum
+    # Rows of 4096: 256 threads x 4 chunks of float4 kept in registers: x is read once.
+    (res,) = _kernel_records(cases, "softmax_resident", "loop")
+    assert res["block"] == [256, 1, 1] and res["ptx"].count("ld.global") == 4
+    assert sm["ptx"].count("ld.global") == 3  # 1000 columns: a strided loop per phase
     mm = _kernel_records(cases, "matmul_bias_tanh", "contraction")
     simt, tf32 = mm
     assert simt["grid"] == [3, 2, 1] and "mma.sync" not in simt["ptx"]

@@ -29,6 +29,7 @@ from nova.compiler.kernel import Kernel
 from nova.core import dtypes
 
 MAX_BLOCK = 256  # threads per block of loop kernels
+MAX_RESIDENT = 4  # row chunks a thread may keep in registers across a row kernel's phases
 WARP = 32
 
 
@@ -187,7 +188,7 @@ class GPULoopEmitter(LoopKernelEmitter):
         if vec:
             red_sizes[-1] //= vec
         chunks = int(np.prod(red_sizes, dtype=np.int64))
-        block = max(WARP, min(MAX_BLOCK, _ceil_div(chunks, WARP) * WARP))
+        block, per = self._row_block(chunks)
         self.block, self.grid = (block, 1, 1), (max(rows, 1), 1, 1)
         self.nwarps = block // WARP
         row = b.op("gpu.block_id x", "index", 0)
@@ -196,13 +197,25 @@ class GPULoopEmitter(LoopKernelEmitter):
         self.kept_names = [ivs[i].name for i in kept]
         self.kept_sizes = [S[i] for i in kept]
         self.red_sizes, self.chunks = red_sizes, chunks
+        # Register-resident rows: each thread's `per` chunks sit at fixed positions computed once,
+        # so every phase reads the same SSA values and a row is loaded from memory only once.
+        self.resident = []
+        for c in range(per):
+            self.cur = b.add(self.tid, b.const(c * block, "index")) if c else self.tid
+            red = self._reduced_index()
+            self.resident.append((red, self.vec_iv))
+        self.vec_iv = None
         for level in self._levels():
             self._gpu_phase(level, ivs)
         row_shape = tuple(S[i] for i in kept)
         full = [(n, v) for n, v in self.out_args if v.type.shape == S]
         row_outs = [(n, v) for n, v in self.out_args
                     if v.type.shape == row_shape and v.type.shape != S]
-        if full:
+        if full and self.resident:
+            for red, root in self.resident:
+                self.vec_iv = root
+                self._store_outputs(full, {**ivs, **red}, S)
+        elif full:
             ivs = dict(ivs)
             self._strided_loop("o", None)
             ivs.update(self._reduced_index())
@@ -217,6 +230,16 @@ class GPULoopEmitter(LoopKernelEmitter):
                                 row=True)
             self._end()
             self.W = saved
+
+    @staticmethod
+    def _row_block(chunks: int) -> tuple[int, int]:
+        """(threads per block, chunks per thread if rows are register-resident else 0): the
+        largest multiple of 32 up to 256 that divides the row into at most MAX_RESIDENT chunks
+        per thread; else a strided loop over the row."""
+        for block in range(MAX_BLOCK, WARP - 1, -WARP):
+            if chunks % block == 0 and chunks // block <= MAX_RESIDENT:
+                return block, chunks // block
+        return max(WARP, min(MAX_BLOCK, _ceil_div(chunks, WARP) * WARP)), 0
 
     def _strided_loop(self, tag: str, accs):
         """`scf.for %tag = tid to chunks step block` (with iter_args when accs is a list)."""
@@ -250,19 +273,19 @@ class GPULoopEmitter(LoopKernelEmitter):
             inits += init
             counts.append(len(init))
         self.phase_count += 1
-        tag = f"r{self.phase_count}"
-        res = self._strided_loop(tag, inits)
-        accs = [Value(f"%{tag}_a{k}", a.dtype, a.width) for k, a in enumerate(inits)]
-        idx_map = dict(ivs)
-        idx_map.update(self._reduced_index())
-        idx = tuple(idx_map[i] for i in range(len(self.S)))
-        new, pos = [], 0
-        for r, n in zip(reds, counts, strict=True):
-            x = self.value(r.inputs[0], idx)
-            new += self._red_combine(r, accs[pos:pos + n], x, idx_map, self.W)
-            pos += n
-        self._end(new)
-        finals = [Value(f"{res}#{k}", a.dtype, a.width) for k, a in enumerate(inits)]
+        if self.resident:
+            finals = list(inits)
+            for red, root in self.resident:
+                self.vec_iv = root
+                finals = self._combine_at({**ivs, **red}, reds, counts, finals)
+            self.vec_iv = None
+        else:
+            tag = f"r{self.phase_count}"
+            res = self._strided_loop(tag, inits)
+            accs = [Value(f"%{tag}_a{k}", a.dtype, a.width) for k, a in enumerate(inits)]
+            new = self._combine_at({**ivs, **self._reduced_index()}, reds, counts, accs)
+            self._end(new)
+            finals = [Value(f"{res}#{k}", a.dtype, a.width) for k, a in enumerate(inits)]
         pos = 0
         for r, n in zip(reds, counts, strict=True):
             part = finals[pos:pos + n]
@@ -283,6 +306,16 @@ class GPULoopEmitter(LoopKernelEmitter):
 
             (acc,) = self._block_reduce([acc], combine)
             self.row_vals[id(r.outputs[0])] = acc
+
+    def _combine_at(self, idx_map, reds, counts, accs) -> list:
+        """The accumulators after combining each reduction's input at one position of the row."""
+        idx = tuple(idx_map[i] for i in range(len(self.S)))
+        new, pos = [], 0
+        for r, n in zip(reds, counts, strict=True):
+            x = self.value(r.inputs[0], idx)
+            new += self._red_combine(r, accs[pos:pos + n], x, idx_map, self.W)
+            pos += n
+        return new
 
     # --- cross-thread reduction ---------------------------------------------------------------
     def _shuffle(self, v: Value, offset: int) -> Value:

@@ -210,6 +210,41 @@ def test_simulator_catches_bad_kernels():
         run(1, "%z")
 
 
+def test_mma_operands_keep_vector_order():
+    """The one link the simulator assumes: nvgpu.mma.sync passes vector<4x1> A, vector<2x1> B and
+    vector<2x2> C elements (row-major) as PTX fragments a0..a3, b0..b1, c0..c3, and returns d0..d3
+    in the same order. Checked on the PTX of a kernel that loads ten consecutive floats."""
+    import re
+
+    from nova.compiler.codegen.cuda.compile import compile_to_ptx, wrap_module
+
+    loads = "\n".join(f"      %c{i} = arith.constant {i} : index\n"
+                      f"      %x{i} = memref.load %a[%c{i}] : memref<16xf32>" for i in range(10))
+    stores = "\n".join(f"      %e{i} = vector.extract %r[{i // 2}, {i % 2}] : f32 from vector<2x2xf32>\n"
+                       f"      memref.store %e{i}, %o[%c{i}] : memref<16xf32>" for i in range(4))
+    body = f"""    gpu.func @k(%a: memref<16xf32>, %o: memref<16xf32>) kernel {{
+{loads}
+      %fa = vector.from_elements %x0, %x1, %x2, %x3 : vector<4x1xf32>
+      %fb = vector.from_elements %x4, %x5 : vector<2x1xf32>
+      %fc = vector.from_elements %x6, %x7, %x8, %x9 : vector<2x2xf32>
+      %r = nvgpu.mma.sync (%fa, %fb, %fc) {{mmaShape = [16, 8, 8], tf32Enabled}} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+{stores}
+      gpu.return
+    }}"""
+    ptx = compile_to_ptx({"m": wrap_module("m", body, "sm_90")})["m"]
+    reg_at = {int(off or 0) // 4: r for r, off in
+              re.findall(r"ld\.global\.\w+\s+(%r\d+), \[%rd\d+\+?(\d*)\]", ptx)}
+    d, a, b, c = re.search(r"mma\.sync\S*\s+\{([^}]*)\},\s*\{([^}]*)\},\s*\{([^}]*)\},\s*"
+                           r"\{([^}]*)\}", ptx).groups()
+    regs = lambda text: [x.strip() for x in text.split(",")]  # noqa: E731
+    assert regs(a) == [reg_at[i] for i in range(4)]
+    assert regs(b) == [reg_at[i] for i in (4, 5)]
+    assert regs(c) == [reg_at[i] for i in range(6, 10)]
+    stored = {int(off or 0) // 4: r for off, r in
+              re.findall(r"st\.global\.\w+\s+\[%rd\d+\+?(\d*)\], (%r\d+)", ptx)}
+    assert regs(d) == [stored[i] for i in range(4)]
+
+
 def test_tf32_only_for_float32():
     fused = _fused(lambda x, w: x @ w, [S((64, 64), bf16), S((64, 64), bf16)])
     (parts,) = backend_cuda.compile_kernels(fused, "cuda:sm_90", "tf32").values()

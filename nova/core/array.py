@@ -20,7 +20,7 @@ class Array:
     Arrays too, so `isinstance(x, nova.Array)` holds inside `jit` and `grad` as well.
     """
 
-    __slots__ = ("_value", "_deleted", "__weakref__")
+    __slots__ = ("_value", "_deleted", "_aval", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: np.ndarray):
@@ -28,11 +28,14 @@ class Array:
             value = value.astype(dtypes.dtype_of_value(value))
         self._value = value
         self._deleted = False
+        self._aval = None
 
     # --- abstract value ---------------------------------------------------------------------
     @property
     def aval(self) -> TensorType:
-        return TensorType(self._value.shape, self._value.dtype)
+        if self._aval is None:  # shape and dtype never change (delete() keeps both)
+            self._aval = TensorType(self._value.shape, self._value.dtype)
+        return self._aval
 
     @property
     def shape(self) -> tuple:
@@ -144,6 +147,7 @@ class Array:
     def __setstate__(self, state):
         self._value = state["value"]
         self._deleted = False
+        self._aval = None
 
 
 def from_numpy(value) -> Array:

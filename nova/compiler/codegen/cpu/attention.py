@@ -1,0 +1,491 @@
+"""Flash-attention CPU kernels: flash_attention_fwd and flash_attention_bwd as MLIR text.
+
+The algorithms are FlashAttention-2's (T. Dao, arXiv 2307.08691, Algorithms 1 and 2), arranged
+for a CPU core: the T x T score matrix never exists; only BK scores of one query row live at a
+time, in vector registers and a BK-element scratch row.
+
+Forward, for one batch element n (q: N x Tq x D, k: N x Tk x D, v: N x Tk x Dv):
+    Kᵀ is transposed once into a per-thread scratch (D x Tk, zero-padded to a multiple of BK), so
+    the BK scores of a row are BK/W vector accumulators: s[j:j+W] += q[i, d] * Kᵀ[d, j:j+W].
+    Each query row streams K/V in blocks of BK keys with the online softmax: m' = max(m, max s),
+    l' = l e^(m-m') + sum e^(s-m'), acc' = acc e^(m-m') + sum_j e^(s_j-m') v_j (acc: Dv/WE
+    vectors in registers); finally o = acc / l and lse = m + log l. Causal rows stop at the
+    diagonal's block (the keys after it are never read). A row that sees no key (m = -inf) uses
+    0 in place of m in the exponents, so every e^ is 0, and ends with o = 0, lse = -inf.
+Backward, for one batch element: outer loop over key blocks, inner over the query rows that see
+    the block (causal: rows i >= j0). Per row the scores s and dP = dO·Vᵀ (Vᵀ transposed like
+    Kᵀ) are recomputed as vectors over the block's keys, P = e^(s - lse), dS = c P (dP - delta);
+    then each key j of the block gets dV[j] += P_ij dO_i and dK[j] += dS_ij q_i (rows of the
+    output, hot in L1 across the query loop) while dQ_i += dS_ij k_j accumulates in registers
+    and is added to dQ once per (row, block).
+Threads: the forward splits (batch element, interleaved query rows) over OpenMP threads; the
+    backward splits batch elements only, since every query row adds into dK/dV of the same keys
+    (B x H = 16 in the benchmark keeps both cores busy).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from nova.compiler.codegen.builder import Builder, Value, elem_type, float_literal
+from nova.compiler.codegen.cpu.matmul import host_device
+from nova.compiler.kernel import Kernel
+from nova.core import dtypes
+
+# Keys per block: BK_VECTORS vectors of scores per row (registers: BK/W + Dv/W accumulators).
+BK_VECTORS = 4
+# A batch element needs this many score pairs before a second thread pays for its fork/join.
+MIN_PAIRS_PER_THREAD = 16_384
+
+
+def _pow2_divisor(n: int, cap: int) -> int:
+    """The largest power of two <= cap dividing n (the vector width along a head dim)."""
+    w = 1
+    while w * 2 <= cap and n % (w * 2) == 0:
+        w *= 2
+    return w
+
+
+class _Gen:
+    """MLIR text for one fused attention equation (forward or backward)."""
+
+    def __init__(self, name: str, kernel: Kernel):
+        (self.e,) = [q for q in kernel.program.eqns if q.prim.name.startswith("flash_attention")]
+        self.name = name
+        self.fwd = self.e.prim.name == "flash_attention_fwd"
+        p = self.e.params
+        self.scale, self.kind, self.fill = p["scale"], p["mask_kind"], p["fill"]
+        q, k, v = (x.type for x in self.e.inputs[:3])
+        self.dtype = q.dtype
+        self.el = elem_type(q.dtype)
+        self.n = int(np.prod(q.shape[:-2], dtype=np.int64))
+        self.tq, self.d = q.shape[-2:]
+        self.tk, self.dv = v.shape[-2:]
+        dev = host_device()
+        self.w = max(1, dev.vector_bits // (8 * q.dtype.itemsize))
+        self.bk = BK_VECTORS * self.w
+        self.tkp = -(-self.tk // self.bk) * self.bk
+        self.wd = _pow2_divisor(self.d, self.w)
+        self.we = _pow2_divisor(self.dv, self.w)
+        self.prog = kernel.program
+        self.b = Builder(prefix="a")
+        self.b.default_dtype = q.dtype
+        self.b.indent = 4
+        self.consts: dict[str, str] = {}
+        pairs = self.tq * self.tk // (2 if self.kind == "causal" else 1)
+        cores = dev.cores or os.cpu_count() or 1
+        if self.fwd:
+            splits = 1 if self.n >= cores else max(1, min(cores // self.n, self.tq))
+            self.splits = splits if pairs >= MIN_PAIRS_PER_THREAD * splits else 1
+            items = self.n * self.splits
+        else:
+            self.splits = 1
+            items = self.n
+        self.items = items
+        self.threads = max(1, min(cores, items, max(1, self.n * pairs // MIN_PAIRS_PER_THREAD)))
+
+    # --- text helpers -----------------------------------------------------------------------
+    def emit(self, text: str) -> None:
+        self.b.emit(text)
+
+    def op(self, text: str, hint: str = "t") -> str:
+        return self.b.op(text, self.dtype, 0).name
+
+    def idx(self, v: int) -> str:
+        name = f"%c{v}"
+        self.consts[name] = f"arith.constant {v} : index"
+        return name
+
+    def fc(self, v: float, width: int = 0) -> str:
+        """A float constant (scalar or splat vector), defined at function entry."""
+        lit = float_literal(float(v), self.el)
+        tag = lit.replace(".", "p").replace("-", "m").replace("+", "").replace("0x", "h")
+        if width:
+            name = f"%f{tag}_v{width}"
+            self.consts[name] = f"arith.constant dense<{lit}> : vector<{width}x{self.el}>"
+        else:
+            name = f"%f{tag}"
+            self.consts[name] = f"arith.constant {lit} : {self.el}"
+        return name
+
+    def vt(self, w: int) -> str:
+        return f"vector<{w}x{self.el}>"
+
+    def open(self, text: str) -> None:
+        self.emit(text + " {")
+        self.b.indent += 2
+
+    def close(self, text: str = "}") -> None:
+        self.b.indent -= 2
+        self.emit(text)
+        self.b.forget_constants()
+
+    def exp(self, x: str, width: int) -> str:
+        self.b.forget_constants()  # the polynomial's constants are defined right here
+        return self.b.exp(Value(x, self.dtype, width)).name
+
+    def iadd(self, a: str, b: str) -> str:
+        return self.op(f"arith.addi {a}, {b} : index")
+
+    def imul(self, a: str, b: str) -> str:
+        return self.op(f"arith.muli {a}, {b} : index")
+
+    def imin(self, a: str, b: str) -> str:
+        return self.op(f"arith.minsi {a}, {b} : index")
+
+    def isub(self, a: str, b: str) -> str:
+        return self.op(f"arith.subi {a}, {b} : index")
+
+    def bcast(self, x: str, w: int) -> str:
+        return self.op(f"vector.broadcast {x} : {self.el} to {self.vt(w)}")
+
+    def fma(self, a: str, b: str, c: str, w: int) -> str:
+        return self.op(f"vector.fma {a}, {b}, {c} : {self.vt(w)}")
+
+    def arith(self, opname: str, a: str, b: str, w: int = 0) -> str:
+        return self.op(f"arith.{opname} {a}, {b} : {self.vt(w) if w else self.el}")
+
+    def reduce(self, kind: str, vals: list, w: int) -> str:
+        acc = vals[0]
+        for x in vals[1:]:
+            acc = self.arith("maximumf" if kind == "maximumf" else "addf", acc, x, w)
+        return self.op(f"vector.reduction <{kind}>, {acc} : {self.vt(w)} into {self.el}")
+
+    def memref(self, *shape, el=None) -> str:
+        return f"memref<{'x'.join(str(s) for s in shape)}x{el or self.el}>"
+
+    # --- arguments ----------------------------------------------------------------------------
+    def signature(self) -> str:
+        """Arguments: the kernel program's inputs then outputs (unique values, in order)."""
+        types = {}
+        n, tq, tk, d, dv = self.n, self.tq, self.tk, self.d, self.dv
+        ins = self.e.inputs
+        shapes = [(n, tq, d), (n, tk, d), (n, tk, dv)]
+        if self.fwd:
+            outs = [(n, tq, dv), (n, tq)]
+        else:
+            shapes += [(n, tq), (n, tq, dv), (n, tq)]
+            outs = [(n, tq, d), (n, tk, d), (n, tk, dv)]
+        mask_el = "i8" if self.kind == "select" else self.el
+        for v, shape in zip(ins, shapes + ([(tq, tk)] if len(ins) > len(shapes) else []),
+                            strict=True):
+            types[id(v)] = self.memref(*shape, el=mask_el if shape == (tq, tk) else None)
+        args, self.arg = [], {}
+        for i, v in enumerate(self.prog.inputs):
+            args.append(f"%in{i}: {types[id(v)]}")
+            self.arg[id(v)] = f"%in{i}"
+        self.missing = []  # outputs nobody reads: scratch inside the kernel
+        for j, (o, shape) in enumerate(zip(self.e.outputs, outs, strict=True)):
+            if any(o is x for x in self.prog.outputs):
+                continue
+            self.missing.append((f"%out{j}", self.memref(*shape)))
+        for j, o in enumerate(self.prog.outputs):
+            (pos,) = [i for i, x in enumerate(self.e.outputs) if x is o]
+            args.append(f"%out{pos}: {self.memref(*outs[pos])}")
+        self.out = [f"%out{j}" for j in range(len(outs))]
+        self.ins = [self.arg[id(v)] for v in ins]
+        return ", ".join(args)
+
+    # --- common pieces ------------------------------------------------------------------------
+    def transpose_into(self, dst: str, src: str, n: str, rows: int, cols: int) -> None:
+        """dst[c, j] = src[n, j, c] for j < rows, 0 for rows <= j < tkp (dst: cols x tkp)."""
+        c0, c1 = self.idx(0), self.idx(1)
+        st = self.memref(self.n, rows, cols)
+        self.open(f"scf.for %tj = {c0} to {self.idx(rows)} step {c1}")
+        self.open(f"scf.for %tc = {c0} to {self.idx(cols)} step {c1}")
+        x = self.op(f"memref.load {src}[{n}, %tj, %tc] : {st}")
+        self.emit(f"memref.store {x}, {dst}[%tc, %tj] : {self.memref(cols, self.tkp)}")
+        self.close()
+        self.close()
+        if self.tkp > rows:
+            self.open(f"scf.for %tj = {self.idx(rows)} to {self.idx(self.tkp)} step {c1}")
+            self.open(f"scf.for %tc = {c0} to {self.idx(cols)} step {c1}")
+            self.emit(f"memref.store {self.fc(0.0)}, {dst}[%tc, %tj] : "
+                      f"{self.memref(cols, self.tkp)}")
+            self.close()
+            self.close()
+
+    def dot_row(self, tag: str, src: str, src_t: str, n: str, i: str, width: int,
+                t_buf: str, j0: str) -> list:
+        """BK/W vectors: sum_c src[n, i, c] * T[c, j0 + lanes] (T: width x tkp, transposed)."""
+        w, nv = self.w, BK_VECTORS
+        vt = self.vt(w)
+        zero = self.fc(0.0, w)
+        res = self.b.fresh()
+        iters = ", ".join(f"%{tag}{c} = {zero}" for c in range(nv))
+        self.open(f"{res}:{nv} = scf.for %{tag}d = {self.idx(0)} to {self.idx(width)} step "
+                  f"{self.idx(1)} iter_args({iters}) -> ({', '.join([vt] * nv)})")
+        x = self.op(f"memref.load {src}[{n}, {i}, %{tag}d] : {src_t}")
+        bx = self.bcast(x, w)
+        outs = []
+        for c in range(nv):
+            col = self.iadd(j0, self.idx(c * w)) if c else j0
+            kv = self.op(f"vector.load {t_buf}[%{tag}d, {col}] : "
+                         f"{self.memref(width, self.tkp)}, {vt}")
+            outs.append(self.fma(bx, kv, f"%{tag}{c}", w))
+        self.emit(f"scf.yield {', '.join(outs)} : {', '.join([vt] * nv)}")
+        self.close()
+        return [f"{res}#{c}" for c in range(nv)]
+
+    def logits(self, s: list, i: str, j0: str, kend: str) -> tuple:
+        """Scaled and masked scores; (scores, valid masks, keep masks or None)."""
+        w = self.w
+        valid, keep, out = [], [], []
+        mask_t = self.memref(self.tq, self.tk, el="i8" if self.kind == "select" else None)
+        for c, x in enumerate(s):
+            col = self.iadd(j0, self.idx(c * w)) if c else j0
+            cnt = self.isub(kend, col)
+            vm = self.op(f"vector.create_mask {cnt} : vector<{w}xi1>")
+            x = self.arith("mulf", x, self.fc(self.scale, w), w)
+            km = None
+            if self.kind == "select":
+                raw = self.op(f"vector.maskedload {self.ins[-1]}[{i}, {col}], {vm}, "
+                              f"{self.zero_i8()} : {mask_t}, vector<{w}xi1>, vector<{w}xi8> "
+                              f"into vector<{w}xi8>")
+                km = self.op(f"arith.cmpi ne, {raw}, {self.zero_i8()} : vector<{w}xi8>")
+                x = self.op(f"arith.select {km}, {x}, {self.fc(self.fill, w)} : "
+                            f"vector<{w}xi1>, {self.vt(w)}")
+            elif self.kind == "add":
+                bias = self.op(f"vector.maskedload {self.ins[-1]}[{i}, {col}], {vm}, "
+                               f"{self.fc(0.0, w)} : {mask_t}, vector<{w}xi1>, {self.vt(w)} "
+                               f"into {self.vt(w)}")
+                x = self.arith("addf", x, bias, w)
+            x = self.op(f"arith.select {vm}, {x}, {self.fc(-math.inf, w)} : vector<{w}xi1>, "
+                        f"{self.vt(w)}")
+            out.append(x)
+            valid.append(vm)
+            keep.append(km)
+        return out, valid, keep
+
+    def zero_i8(self) -> str:
+        name = f"%zi8_v{self.w}"
+        self.consts[name] = f"arith.constant dense<0> : vector<{self.w}xi8>"
+        return name
+
+    def key_end(self, i: str) -> str:
+        """One past the last key row i sees."""
+        if self.kind == "causal":
+            return self.imin(self.iadd(i, self.idx(1)), self.idx(self.tk))
+        return self.idx(self.tk)
+
+    def parallel(self, body) -> None:
+        """body(item) for item in range(self.items), split over OpenMP threads."""
+        if self.threads > 1:
+            nt = self.op(f"arith.constant {self.threads} : i32")
+            self.open(f"omp.parallel num_threads({nt} : i32)")
+            tid = self.op("func.call @omp_get_thread_num() : () -> i32")
+            nth = self.op("func.call @omp_get_num_threads() : () -> i32")
+            tid = self.op(f"arith.index_cast {tid} : i32 to index")
+            nth = self.op(f"arith.index_cast {nth} : i32 to index")
+            body(tid, nth)
+            self.emit("omp.terminator")
+            self.close()
+        else:
+            body(self.idx(0), self.idx(1))
+
+    def finish(self, sig: str) -> str:
+        consts = [f"    {n} = {v}" for n, v in sorted(self.consts.items())]
+        scratch = [f"    {nm} = memref.alloc() : {t}" for nm, t in self.missing]
+        free = [f"    memref.dealloc {nm} : {t}" for nm, t in self.missing]
+        return "\n".join([f"func.func @{self.name}({sig}) {{", *consts, *scratch,
+                          *self.b.lines, *free, "    return", "}"])
+
+    # --- forward ------------------------------------------------------------------------------
+    def forward(self) -> str:
+        sig = self.signature()
+        q, k, v = self.ins[:3]
+        o, lse = self.out
+        n_, tq, d, dv, w, we = self.n, self.tq, self.d, self.dv, self.w, self.we
+        c0, c1 = self.idx(0), self.idx(1)
+        qt, vt_m = self.memref(n_, tq, d), self.memref(n_, self.tk, dv)
+        ne = dv // we
+        vte = self.vt(we)
+
+        def body(tid, nth):
+            kt = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {self.memref(d, self.tkp)}")
+            pb = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {self.memref(self.bk)}")
+            self.open(f"scf.for %it = {tid} to {self.idx(self.items)} step {nth}")
+            n = self.op(f"arith.divui %it, {self.idx(self.splits)} : index")
+            split = self.op(f"arith.remui %it, {self.idx(self.splits)} : index")
+            self.transpose_into(kt, k, n, self.tk, d)
+            self.open(f"scf.for %i = {split} to {self.idx(tq)} step {self.idx(self.splits)}")
+            kend = self.key_end("%i")
+            nblk = self.op(f"arith.ceildivsi {kend}, {self.idx(self.bk)} : index")
+            res = self.b.fresh()
+            accs = [f"%acc{e} = {self.fc(0.0, we)}" for e in range(ne)]
+            types = ", ".join([self.el, self.el] + [vte] * ne)
+            self.open(f"{res}:{ne + 2} = scf.for %jb = {c0} to {nblk} step {c1} iter_args("
+                      f"%m = {self.fc(-math.inf)}, %l = {self.fc(0.0)}, {', '.join(accs)}) "
+                      f"-> ({types})")
+            j0 = self.imul("%jb", self.idx(self.bk))
+            s = self.dot_row("s", q, qt, n, "%i", d, kt, j0)
+            s, _, _ = self.logits(s, "%i", j0, kend)
+            m_new = self.arith("maximumf", "%m", self.reduce("maximumf", s, w))
+            dead = self.op(f"arith.cmpf oeq, {m_new}, {self.fc(-math.inf)} : {self.el}")
+            m_safe = self.op(f"arith.select {dead}, {self.fc(0.0)}, {m_new} : {self.el}")
+            corr = self.exp(self.arith("subf", "%m", m_safe), 0)
+            bm = self.bcast(m_safe, w)
+            ps = []
+            for c, x in enumerate(s):
+                p = self.exp(self.arith("subf", x, bm, w), w)
+                self.emit(f"vector.store {p}, {pb}[{self.idx(c * w)}] : "
+                          f"{self.memref(self.bk)}, {self.vt(w)}")
+                ps.append(p)
+            l_new = self.arith("addf", self.arith("mulf", "%l", corr), self.reduce("add", ps, w))
+            bc = self.bcast(corr, we)
+            scaled = [self.arith("mulf", f"%acc{e}", bc, we) for e in range(ne)]
+            cnt = self.imin(self.idx(self.bk), self.isub(kend, j0))
+            pv = self.b.fresh()
+            iters = ", ".join(f"%pa{e} = {x}" for e, x in enumerate(scaled))
+            self.open(f"{pv}:{ne} = scf.for %jj = {c0} to {cnt} step {c1} iter_args({iters}) "
+                      f"-> ({', '.join([vte] * ne)})")
+            pj = self.bcast(self.op(f"memref.load {pb}[%jj] : {self.memref(self.bk)}"), we)
+            row = self.iadd(j0, "%jj")
+            outs = []
+            for e in range(ne):
+                vv = self.op(f"vector.load {v}[{n}, {row}, {self.idx(e * we)}] : {vt_m}, {vte}")
+                outs.append(self.fma(pj, vv, f"%pa{e}", we))
+            self.emit(f"scf.yield {', '.join(outs)} : {', '.join([vte] * ne)}")
+            self.close()
+            self.emit(f"scf.yield {m_new}, {l_new}, "
+                      f"{', '.join(f'{pv}#{e}' for e in range(ne))} : {types}")
+            self.close()
+            m, l_ = f"{res}#0", f"{res}#1"
+            live = self.op(f"arith.cmpf ogt, {l_}, {self.fc(0.0)} : {self.el}")
+            inv = self.op(f"arith.select {live}, {self.arith('divf', self.fc(1.0), l_)}, "
+                          f"{self.fc(0.0)} : {self.el}")
+            binv = self.bcast(inv, we)
+            for e in range(ne):
+                y = self.arith("mulf", f"{res}#{e + 2}", binv, we)
+                self.emit(f"vector.store {y}, {o}[{n}, %i, {self.idx(e * we)}] : "
+                          f"{self.memref(n_, tq, dv)}, {vte}")
+            logl = self.op(f"math.log {self.op(f'arith.select {live}, {l_}, {self.fc(1.0)} : {self.el}')} : {self.el}")
+            val = self.op(f"arith.select {live}, {self.arith('addf', m, logl)}, "
+                          f"{self.fc(-math.inf)} : {self.el}")
+            self.emit(f"memref.store {val}, {lse}[{n}, %i] : {self.memref(n_, tq)}")
+            self.close()
+            self.close()
+            self.emit(f"memref.dealloc {kt} : {self.memref(d, self.tkp)}")
+            self.emit(f"memref.dealloc {pb} : {self.memref(self.bk)}")
+
+        self.parallel(body)
+        return self.finish(sig)
+
+    # --- backward -----------------------------------------------------------------------------
+    def zero(self, buf: str, n: str, rows: int, cols: int) -> None:
+        wz = _pow2_divisor(cols, self.w)
+        c1 = self.idx(1)
+        self.open(f"scf.for %zr = {self.idx(0)} to {self.idx(rows)} step {c1}")
+        self.open(f"scf.for %zc = {self.idx(0)} to {self.idx(cols)} step {self.idx(wz)}")
+        self.emit(f"vector.store {self.fc(0.0, wz)}, {buf}[{n}, %zr, %zc] : "
+                  f"{self.memref(self.n, rows, cols)}, {self.vt(wz)}")
+        self.close()
+        self.close()
+
+    def backward(self) -> str:
+        sig = self.signature()
+        q, k, v, lse, do, delta = self.ins[:6]
+        dq, dk, dv_ = self.out
+        n_, tq, tk, d, dv, w, wd, we = (self.n, self.tq, self.tk, self.d, self.dv, self.w,
+                                        self.wd, self.we)
+        c0, c1 = self.idx(0), self.idx(1)
+        qt, kt_m, vt_m = (self.memref(n_, tq, d), self.memref(n_, tk, d),
+                          self.memref(n_, tk, dv))
+        ot, rt, bk_t = self.memref(n_, tq, dv), self.memref(n_, tq), self.memref(self.bk)
+        nd, ne = d // wd, dv // we
+        vtd, vte = self.vt(wd), self.vt(we)
+
+        def body(tid, nth):
+            kt = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {self.memref(d, self.tkp)}")
+            vt = self.op(f"memref.alloc() {{alignment = 64 : i64}} : "
+                         f"{self.memref(dv, self.tkp)}")
+            pb = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {bk_t}")
+            sb = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {bk_t}")
+            self.open(f"scf.for %n = {tid} to {self.idx(self.items)} step {nth}")
+            n = "%n"
+            self.transpose_into(kt, k, n, tk, d)
+            self.transpose_into(vt, v, n, tk, dv)
+            for buf, rows, cols in ((dq, tq, d), (dk, tk, d), (dv_, tk, dv)):
+                self.zero(buf, n, rows, cols)
+            nblk = -(-tk // self.bk)
+            self.open(f"scf.for %jb = {c0} to {self.idx(nblk)} step {c1}")
+            j0 = self.imul("%jb", self.idx(self.bk))
+            start = j0 if self.kind == "causal" else c0
+            self.open(f"scf.for %i = {start} to {self.idx(tq)} step {c1}")
+            lse_i = self.op(f"memref.load {lse}[{n}, %i] : {rt}")
+            live = self.op(f"arith.cmpf one, {lse_i}, {self.fc(-math.inf)} : {self.el}")
+            self.open(f"scf.if {live}")
+            kend = self.key_end("%i")
+            s = self.dot_row("s", q, qt, n, "%i", d, kt, j0)
+            dp = self.dot_row("g", do, ot, n, "%i", dv, vt, j0)
+            s, valid, keep = self.logits(s, "%i", j0, kend)
+            bl = self.bcast(lse_i, w)
+            bdel = self.bcast(self.op(f"memref.load {delta}[{n}, %i] : {rt}"), w)
+            for c in range(BK_VECTORS):
+                p = self.exp(self.arith("subf", s[c], bl, w), w)
+                p = self.op(f"arith.select {valid[c]}, {p}, {self.fc(0.0, w)} : "
+                            f"vector<{w}xi1>, {self.vt(w)}")
+                ds = self.arith("mulf", p, self.arith("subf", dp[c], bdel, w), w)
+                ds = self.arith("mulf", ds, self.fc(self.scale, w), w)
+                if keep[c] is not None:  # a filled logit does not depend on q or k
+                    ds = self.op(f"arith.select {keep[c]}, {ds}, {self.fc(0.0, w)} : "
+                                 f"vector<{w}xi1>, {self.vt(w)}")
+                off = self.idx(c * w)
+                self.emit(f"vector.store {p}, {pb}[{off}] : {bk_t}, {self.vt(w)}")
+                self.emit(f"vector.store {ds}, {sb}[{off}] : {bk_t}, {self.vt(w)}")
+            qv = [self.op(f"vector.load {q}[{n}, %i, {self.idx(x * wd)}] : {qt}, {vtd}")
+                  for x in range(nd)]
+            dov = [self.op(f"vector.load {do}[{n}, %i, {self.idx(x * we)}] : {ot}, {vte}")
+                   for x in range(ne)]
+            cnt = self.imin(self.idx(self.bk), self.isub(kend, j0))
+            acc = self.b.fresh()
+            iters = ", ".join(f"%dq{x} = {self.fc(0.0, wd)}" for x in range(nd))
+            self.open(f"{acc}:{nd} = scf.for %jj = {c0} to {cnt} step {c1} iter_args({iters}) "
+                      f"-> ({', '.join([vtd] * nd)})")
+            row = self.iadd(j0, "%jj")
+            pj = self.op(f"memref.load {pb}[%jj] : {bk_t}")
+            dsj = self.op(f"memref.load {sb}[%jj] : {bk_t}")
+            bp, bs = self.bcast(pj, we), self.bcast(dsj, wd)
+            for x in range(ne):
+                at = f"{dv_}[{n}, {row}, {self.idx(x * we)}] : {vt_m}, {vte}"
+                old = self.op(f"vector.load {at}")
+                self.emit(f"vector.store {self.fma(bp, dov[x], old, we)}, {at}")
+            outs = []
+            for x in range(nd):
+                at = f"{dk}[{n}, {row}, {self.idx(x * wd)}] : {kt_m}, {vtd}"
+                old = self.op(f"vector.load {at}")
+                self.emit(f"vector.store {self.fma(bs, qv[x], old, wd)}, {at}")
+                kr = self.op(f"vector.load {k}[{n}, {row}, {self.idx(x * wd)}] : {kt_m}, {vtd}")
+                outs.append(self.fma(bs, kr, f"%dq{x}", wd))
+            self.emit(f"scf.yield {', '.join(outs)} : {', '.join([vtd] * nd)}")
+            self.close()
+            for x in range(nd):
+                at = f"{dq}[{n}, %i, {self.idx(x * wd)}] : {qt}, {vtd}"
+                old = self.op(f"vector.load {at}")
+                self.emit(f"vector.store {self.arith('addf', old, f'{acc}#{x}', wd)}, {at}")
+            self.close()  # scf.if live
+            self.close()  # rows
+            self.close()  # key blocks
+            self.close()  # items
+            for buf, t in ((kt, self.memref(d, self.tkp)), (vt, self.memref(dv, self.tkp)),
+                           (pb, bk_t), (sb, bk_t)):
+                self.emit(f"memref.dealloc {buf} : {t}")
+
+        self.parallel(body)
+        return self.finish(sig)
+
+
+def emit_attention(name: str, kernel: Kernel) -> str | None:
+    """MLIR text of `func.func @name(inputs..., outputs...)` for a kernel holding one
+    flash_attention_fwd or flash_attention_bwd equation, or None for a dtype without a kernel
+    (the caller runs the reference)."""
+    (e,) = [q for q in kernel.program.eqns if q.prim.name.startswith("flash_attention")]
+    if e.inputs[0].type.dtype not in (dtypes.float32, dtypes.float64):
+        return None
+    if any(t.size == 0 for t in (x.type for x in e.inputs[:3])):
+        return None
+    g = _Gen(name, kernel)
+    return g.forward() if g.fwd else g.backward()

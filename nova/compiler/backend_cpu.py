@@ -18,6 +18,7 @@ from nova.compiler.codegen.cpu.compile import (
     load_function,
     use_openmp_defaults,
 )
+from nova.compiler.codegen.cpu.attention import emit_attention
 from nova.compiler.codegen.cpu.contraction import emit_contraction
 from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
 from nova.compiler.codegen.cpu.loops import emit_loop_kernel
@@ -135,6 +136,9 @@ def _lower(k: Kernel) -> list:
         return [(gk, gk.name, emit_loop_kernel(gk.name, gk))]
     if k.kind in ("scatter", "scan", "sort"):
         return [(k, k.name, emit_sequential_kernel(k.name, k))]
+    if k.kind == "attention":  # no kernel for the dtype: the reference runs it on the host
+        text = emit_attention(k.name, k)
+        return [(k, k.name, text)] if text is not None else []
     return [(k, k.name, emit_loop_kernel(k.name, k))]
 
 

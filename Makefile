@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test train venv clean
+.PHONY: test train bench venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -19,6 +19,12 @@ test: $(STAMP)
 
 train: $(STAMP)
 	$(VPY) examples/mlp_demo.py
+
+# The GPT-2 training step side by side with PyTorch eager, torch.compile and jax.jit (issue 5);
+# the bench extra brings torch==2.13.0 (CPU build) and jax.
+bench: $(STAMP)
+	$(VPY) -m pip install -q -e '.[bench]'
+	$(VPY) bench/gpt2_step.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -136,7 +136,7 @@ def test_schedules_and_instructions(compiled):
     assert bmm["grid"] == [1, 1, 3]
 
 
-def _simulate_program(fn, specs, precision, seed=0):
+def _simulate_program(fn, specs, precision, seed=0, sm_count=None):
     """(outputs of the fused program with every GPU kernel run by the SIMT simulator, outputs of
     the NumPy reference interpreter) for random inputs."""
     from nova.compiler.backend_cpu import _empty, _host_fn
@@ -153,7 +153,7 @@ def _simulate_program(fn, specs, precision, seed=0):
         if k.kind.startswith("host:") or _empty(k):
             env.update({id(v): np.asarray(a) for v, a in zip(k.outputs, _host_fn(k)([]), strict=True)})
             continue
-        for gk, em in backend_cuda.lower_kernel(k, "sm_90", precision):
+        for gk, em in backend_cuda.lower_kernel(k, "sm_90", precision, sm_count):
             ins = [np.ascontiguousarray(env[id(v)]) for v in gk.program.inputs]
             outs = [np.zeros(v.type.shape, v.type.dtype) for v in gk.program.outputs]
             simulate(wrap_module(gk.name, em.text, "sm_90"), gk.name, em.grid, em.block, ins + outs)
@@ -176,6 +176,27 @@ def test_simulated_kernels_match_reference(case, precision):
         g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
         scale = max(float(np.max(np.abs(w64))), 1e-30) if w64.size else 1.0
         assert float(np.max(np.abs(g64 - w64), initial=0.0)) <= tol * scale, case
+
+
+@pytest.mark.parametrize("name,fn,specs", [
+    ("nn", lambda x, w: x @ w, [S((256, 96), f32), S((96, 192), f32)]),
+    ("tn", lambda x, w: jnp.tensordot(x, w, axes=([0], [0])), [S((64, 256), f32), S((64, 128), f32)]),
+    ("nt_bias", lambda x, w, b: jnp.tensordot(x, w, axes=([1], [1])) + b,
+     [S((130, 48), f32), S((200, 48), f32), S((200,), f32)]),
+    ("odd_k", lambda x, w: x @ w, [S((128, 37), f32), S((37, 128), f32)]),
+])
+def test_simulated_large_tiles(name, fn, specs):
+    """The 128 x 128 tensor-core tile (8 warps), vector staging of every layout, K edges."""
+    fused = _fused(fn, specs)
+    (k,) = [k for k in fused.kernels if k.kind == "contraction"]
+    (_, em), = backend_cuda.lower_kernel(k, "sm_90", "tf32", sm_count=1)
+    assert (em.BM, em.BN, em.threads) == (128, 128, 256)
+    # 16-byte staging loads, except A with K = 37 (rows not 16-byte aligned): 2 per operand.
+    assert em.text.count("vector.load") == (2 if name == "odd_k" else 4) * 2  # prologue + loop
+    got, want = _simulate_program(fn, specs, "tf32", sm_count=1)
+    for g, w in zip(got, want, strict=True):
+        scale = float(np.max(np.abs(w)))
+        assert float(np.max(np.abs(np.asarray(g, np.float64) - w))) <= 1e-3 * scale, name
 
 
 _BAD_KERNEL = """    gpu.func @k(%a: memref<8xf32>, %o: memref<8xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {

@@ -46,19 +46,22 @@ _mem: dict[str, dict] = {}
 
 
 # --- kernel synthesis -----------------------------------------------------------------------------
-def lower_kernel(k: Kernel, arch: str, precision: str) -> list:
+def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = None) -> list:
     """[(codegen kernel, emitter)] implementing fusion kernel k on the GPU, in launch order.
-    Emitters carry `.text`, `.grid`, `.block`, `.shared_bytes`.
+    Emitters carry `.text`, `.grid`, `.block`, `.shared_bytes`. sm_count (default: the
+    architecture's) sizes GEMM tiles.
 
     Raises NotImplementedError naming the kernel kind when there is no GPU kernel for it."""
     if k.kind == "loop":
         return [(k, emit_gpu_loop_kernel(k.name, k))]
     if k.kind == "contraction":
+        sms = sm_count or describe(arch).sm_count
         try:
-            return [(k, emit_gpu_contraction(k.name, k, precision))]
+            return [(k, emit_gpu_contraction(k.name, k, precision, sms))]
         except NotImplementedError:
             if len(k.program.eqns) > 1:  # GEMM + separate epilogue loop kernel
-                return [part for p in _split_epilogue(k) for part in lower_kernel(p, arch, precision)]
+                return [part for p in _split_epilogue(k)
+                        for part in lower_kernel(p, arch, precision, sm_count)]
             x = k.program.eqns[0].inputs[0]
             if x.type.dtype.kind != "f":
                 raise

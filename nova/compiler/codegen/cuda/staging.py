@@ -1,0 +1,180 @@
+"""GEMM tiles from global to shared memory, and the small text emitter the GEMM generator uses.
+
+Each thread copies its share of the A (BM x BK) and B (BK x BN) tiles. Along an operand's
+contiguous memory dimension the copy uses 4-wide float32 vectors (`ld.global.v4`) when that
+dimension and the tile edge are multiples of 4 (so a vector is either wholly inside the matrix or
+wholly outside); other dtypes and layouts copy element by element. Elements outside the matrix
+read as 0. Operands are converted to the compute type on the way (bf16/f16 widened; TF32
+rounding for the tensor-core schedule). `stage_loads` and `stage_stores` are separate so the
+next tile can be loaded into registers while the current one is multiplied.
+"""
+
+from __future__ import annotations
+
+from nova.compiler.codegen.builder import elem_type
+from nova.core import dtypes
+
+
+class Text:
+    """Line emitter with function-level constants (valid in every nested region)."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.consts: list[str] = []
+        self._cache: dict = {}
+        self.n = 0
+        self.indent = 6
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"%m{self.n}"
+
+    def emit(self, text: str) -> None:
+        self.lines.append(" " * self.indent + text)
+
+    def op(self, text: str) -> str:
+        name = self.fresh()
+        self.emit(f"{name} = {text}")
+        return name
+
+    def c(self, v, t: str = "index") -> str:
+        key = (repr(v), t)
+        if key not in self._cache:
+            name = f"%c{len(self._cache)}"
+            self._cache[key] = name
+            self.consts.append(f"      {name} = arith.constant {v} : {t}")
+        return self._cache[key]
+
+    def idx(self, opname: str, a: str, b: str) -> str:
+        return self.op(f"arith.{opname} {a}, {b} : index")
+
+    def add(self, *xs: str) -> str:
+        out = xs[0]
+        for x in xs[1:]:
+            out = self.idx("addi", out, x)
+        return out
+
+    def mul(self, a: str, k: int) -> str:
+        return a if k == 1 else self.idx("muli", a, self.c(k))
+
+
+class StagingMixin:
+    """Needs: t (Text), dtype, tf32, tid, threads, BM, BN, BK, m, n, k, batch, a_trans, b_trans,
+    row0, col0, abase, bbase, as_t, bs_t, smem_a_ik (As indexed [i, k] rather than [k, i])."""
+
+    def _operands(self):
+        """Per operand (A, B): memref, flat base of the batch, the tile's origin along the free
+        dimension (rows of A, columns of B), that dimension's size, the tile's size along it, and
+        whether memory is (k, free), i.e. contiguous along the free dimension."""
+        return (("%a", self.abase, self.row0, self.m, self.BM, self.a_trans),
+                ("%b", self.bbase, self.col0, self.n, self.BN, not self.b_trans))
+
+    def vector_width(self, free_size: int, tile_free: int, contig_is_k: bool) -> int:
+        if self.dtype != dtypes.float32:
+            return 1
+        dim, tile = (self.k, self.BK) if contig_is_k else (free_size, tile_free)
+        return 4 if dim % 4 == 0 and tile % 4 == 0 else 1
+
+    def stage_loads(self, k0: str) -> list:
+        """Loads this thread's share of both tiles at k offset k0; [(smem, type, [(pos, value)])]."""
+        t = self.t
+        pending = []
+        for which, (mem, base, origin, size, tile, free_major) in zip("ab", self._operands(),
+                                                                        strict=True):
+            # free_major: memory is (k, free) -- contiguous along the free dimension.
+            contig_is_k = not free_major
+            v = self.vector_width(size, tile, contig_is_k)
+            along = self.BK if contig_is_k else tile
+            count = tile * self.BK // (v * self.threads)
+            for q in range(count):
+                e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
+                lane_c, lane_o = t.idx("remui", e, t.c(along // v)), t.idx("divui", e, t.c(along // v))
+                c = t.mul(lane_c, v)
+                kl, fl = (c, lane_o) if contig_is_k else (lane_o, c)
+                gk, gf = t.add(k0, kl), t.add(origin, fl)
+                addr = t.add(base, t.mul(gk, size), gf) if free_major else \
+                    t.add(base, t.mul(gf, self.k), gk)
+                conds = self._bounds(gf, size, tile) + self._bounds(gk, self.k, self.BK)
+                val = self._load(mem, addr, conds, v)
+                elems = [(kl, fl, val)] if v == 1 else self._split(val, kl, fl, contig_is_k, v)
+                pending.append((which, elems, v, (kl, fl, val), contig_is_k))
+        return pending
+
+    def _split(self, val, kl, fl, contig_is_k, v):
+        t = self.t
+        ce = elem_type(self.ct)
+        out = []
+        for j in range(v):
+            x = t.op(f"vector.extract {val}[{j}] : {ce} from vector<{v}x{ce}>")
+            off = t.add(kl if contig_is_k else fl, t.c(j)) if j else (kl if contig_is_k else fl)
+            out.append((off, fl, x) if contig_is_k else (kl, off, x))
+        return out
+
+    def stage_stores(self, pending: list) -> None:
+        t = self.t
+        for which, elems, v, (kl, fl, val), contig_is_k in pending:
+            mt = self.as_t if which == "a" else self.bs_t
+            smem = "%As" if which == "a" else "%Bs"
+            # As is [i, k] for the tensor-core schedule, [k, i] otherwise; Bs is always [k, j].
+            inner_is_k = which == "a" and self.smem_a_ik
+            pos = (lambda k_, f_: f"{f_}, {k_}") if inner_is_k else (lambda k_, f_: f"{k_}, {f_}")
+            if v > 1 and inner_is_k == contig_is_k:  # the vector lies along smem's inner dimension
+                ce = elem_type(self.ct)
+                t.emit(f"vector.store {val}, {smem}[{pos(kl, fl)}] {{alignment = {4 * v}}} : {mt}, "
+                       f"vector<{v}x{ce}>")
+                continue
+            for k_, f_, x in elems:
+                t.emit(f"memref.store {x}, {smem}[{pos(k_, f_)}] : {mt}")
+
+    def _bounds(self, g: str, lim: int, tile: int) -> list:
+        """[g < lim] when tiles overhang the edge of a dimension of size lim."""
+        if lim % tile == 0:
+            return []
+        return [self.t.op(f"arith.cmpi ult, {g}, {self.t.c(lim)} : index")]
+
+    def _load(self, mem: str, addr: str, conds: list, v: int) -> str:
+        """The operand value(s) at flat address addr in the compute type (0 when outside)."""
+        t = self.t
+        el = elem_type(self.dtype)
+        mt = f"memref<{self.batch * self.k * (self.m if mem == '%a' else self.n)}x{el}>"
+        ty = f"vector<{v}x{el}>" if v > 1 else el
+        text = (f"vector.load {mem}[{addr}] {{alignment = {4 * v}}} : {mt}, {ty}" if v > 1
+                else f"memref.load {mem}[{addr}] : {mt}")
+        if conds:
+            ok = conds[0]
+            for c in conds[1:]:
+                ok = t.op(f"arith.andi {ok}, {c} : i1")
+            res = t.fresh()
+            t.emit(f"{res} = scf.if {ok} -> ({ty}) {{")
+            t.indent += 2
+            x = t.op(text)
+            t.emit(f"scf.yield {x} : {ty}")
+            t.indent -= 2
+            t.emit("} else {")
+            if v > 1:
+                zero = t.c("dense<0.0>", ty)
+            else:
+                zero = t.c("0", el) if el == "i16" else t.c("0.0", el)
+            t.emit(f"  scf.yield {zero} : {ty}")
+            t.emit("}")
+            x = res
+        else:
+            x = t.op(text)
+        return self._widen(x, v)
+
+    def _widen(self, x: str, v: int) -> str:
+        t = self.t
+        vt = (lambda e: f"vector<{v}x{e}>") if v > 1 else (lambda e: e)
+        cst = (lambda val, e: t.c(f"dense<{val}>", vt(e))) if v > 1 else (lambda val, e: t.c(val, e))
+        if self.dtype == dtypes.float16:
+            return t.op(f"arith.extf {x} : {vt('f16')} to {vt('f32')}")
+        if self.dtype == dtypes.bfloat16:  # bf16 bits << 16 are the float32 value (exact)
+            w = t.op(f"arith.extui {x} : {vt('i16')} to {vt('i32')}")
+            s = t.op(f"arith.shli {w}, {cst(16, 'i32')} : {vt('i32')}")
+            return t.op(f"arith.bitcast {s} : {vt('i32')} to {vt('f32')}")
+        if self.tf32:  # round to TF32 (10 mantissa bits): ties away from zero, as cvt.rna
+            bits = t.op(f"arith.bitcast {x} : {vt('f32')} to {vt('i32')}")
+            r = t.op(f"arith.addi {bits}, {cst(0x1000, 'i32')} : {vt('i32')}")
+            r = t.op(f"arith.andi {r}, {cst(-0x2000, 'i32')} : {vt('i32')}")
+            return t.op(f"arith.bitcast {r} : {vt('i32')} to {vt('f32')}")
+        return x

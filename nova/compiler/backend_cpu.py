@@ -6,8 +6,7 @@ import hashlib
 import logging
 import os
 import time
-
-
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -30,6 +29,7 @@ from nova.core.ir import Eqn, Program, Var
 from nova.core.primitive import lookup
 from nova.core.trace import _reference_eval
 from nova.runtime.executable import CPUExecutable, Launch
+from nova.runtime.launcher import load_launcher
 
 log = logging.getLogger("nova.compiler")
 
@@ -226,11 +226,7 @@ def compile_program(program: Program, *, target: str | None = None,
             launches.append(Launch(gk.name, [slot(v) for v in gk.program.inputs],
                                    [slot(v) for v in gk.program.outputs],
                                    [v.type for v in gk.program.outputs], fn, None, gk))
-        flops = sum(e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs],
-                                **e.params).flops for e in k.program.eqns)
-        moved = sum(v.type.nbytes for v in k.inputs) + sum(v.type.nbytes for v in k.outputs)
-        per_kernel.append({"kernel": k.name, "kind": k.kind, "flops": flops, "bytes": moved,
-                           "launches": max(1, len(parts))})
+        per_kernel.append({**k.cost(), "launches": max(1, len(parts))})
     output_slots = [slot(v) for v in program.outputs]
     types_by_id = {id(v): v.type for v in program.inputs}
     for k in fused.kernels:
@@ -246,9 +242,29 @@ def compile_program(program: Program, *, target: str | None = None,
     memory.update(plan.summary())
     memory["planned_peak_bytes"] = plan.peak_bytes
     costs = {"flops": sum(p["flops"] for p in per_kernel),
-             "bytes accessed": sum(p["bytes"] for p in per_kernel), "per_kernel": per_kernel}
+             "bytes accessed": sum(p["bytes accessed"] for p in per_kernel),
+             "kernels": len(per_kernel), "per_kernel": per_kernel}
     return CPUExecutable(len(program.inputs), launches, output_slots, fused.as_text(),
-                         costs, memory, plan, slot_types)
+                         costs, memory, plan, slot_types, launcher=_launcher())
+
+
+_launcher_failed = False
+
+
+def _launcher():
+    """The native launcher (one call per step), built into the kernel cache's library folder;
+    None (kernels called one by one from Python, with one warning) if it cannot be built."""
+    global _launcher_failed
+    if _launcher_failed:
+        return None
+    so = cache.library_path("launcher")
+    try:
+        return load_launcher(os.path.dirname(so) if so else None)
+    except OSError as e:
+        _launcher_failed = True
+        warnings.warn(f"nova: native launcher unavailable ({e}); kernels are called one by one",
+                      stacklevel=2)
+        return None
 
 
 def _memory(program: Program, fused: FusedProgram) -> dict:

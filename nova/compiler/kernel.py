@@ -34,6 +34,20 @@ class Kernel:
     def op_names(self) -> list[str]:
         return [e.prim.name for e in self.program.eqns if e.prim.name != "constant"]
 
+    def cost(self) -> dict:
+        """The kernel's work from its primitives' cost rules: `flops` (every equation it
+        evaluates, recomputed clones included), `bytes read` / `bytes written` (each input and
+        output once: the traffic a kernel that keeps its intermediates in registers needs),
+        `bytes accessed` (their sum) and `arithmetic intensity` (flops per byte accessed)."""
+        flops = sum(e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs],
+                                **e.params).flops for e in self.program.eqns)
+        read = sum(v.type.nbytes for v in self.inputs)
+        written = sum(v.type.nbytes for v in self.outputs)
+        moved = read + written
+        return {"kernel": self.name, "kind": self.kind, "ops": self.op_names(), "flops": flops,
+                "bytes read": read, "bytes written": written, "bytes accessed": moved,
+                "arithmetic intensity": flops / moved if moved else 0.0}
+
 
 @dataclass
 class FusedProgram:

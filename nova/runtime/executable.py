@@ -1,13 +1,16 @@
 """A CPU executable: the launch list of a compiled program, run over host buffers.
 
 Intermediate values live in one arena allocated when the executable is built (offsets from the
-memory plan, nova/compiler/plan_memory.py); program outputs are fresh arrays for the caller. An
-executable is not reentrant: two threads must not call the same one at once.
+memory plan, nova/compiler/plan_memory.py); program outputs are fresh arrays for the caller. A
+call runs each stretch of generated kernels as one native call through the launcher
+(nova/runtime/launcher.py); with NOVA_PROFILE=1 every kernel is called (and timed) from Python.
+An executable is not reentrant: two threads must not call the same one at once.
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import time
 from dataclasses import dataclass
@@ -58,7 +61,10 @@ class CPUExecutable:
     """Runs launches in order; values live in slots (program inputs first)."""
 
     def __init__(self, n_inputs: int, launches: list, output_slots: list, text: str,
-                 costs: dict, memory: dict, plan=None, slot_types=None):
+                 costs: dict, memory: dict, plan=None, slot_types=None, launcher=None):
+        """launcher: the native `nova_run` (nova/runtime/launcher.py), or None to call every
+        kernel through ctypes from Python."""
+        self.launcher = launcher
         self.n_inputs = n_inputs
         self.launches = launches
         self.output_slots = output_slots
@@ -82,6 +88,8 @@ class CPUExecutable:
     def __call__(self, values: list) -> list:
         if _profiling:
             return self._call_profiled(values)
+        if self.launcher is not None:
+            return self._run_native(values)
         return self._run(values, None)
 
     def _call_profiled(self, values):
@@ -124,6 +132,87 @@ class CPUExecutable:
             for kind, s, x in outs:
                 if kind == "view":
                     self._view_addr[s] = x.ctypes.data
+
+    def _prepare_native(self):
+        """Splits the launch list into segments: runs of generated kernels, each encoded as one
+        launcher table (one native call), and host launches between them."""
+        if not hasattr(self, "_recipes"):
+            self._prepare()
+        from nova.runtime.launcher import MAX_ARGS
+
+        self._slots = np.zeros(self._n_slots, np.uint64)
+        self._slots_ptr = self._slots.ctypes.data
+        self._env0 = [None] * self._n_slots
+        for launch, recipe in self._recipes:
+            for kind, s, x in recipe:
+                if kind == "view":
+                    self._env0[s] = x
+                    self._slots[s] = x.ctypes.data
+        segments = []
+        words: list = []
+        fresh: list = []
+        count = 0
+
+        def close():
+            nonlocal words, fresh, count
+            if count:
+                table = np.asarray(words, np.int64)
+                segments.append(("native", table, table.ctypes.data, count, fresh))
+            words, fresh, count = [], [], 0
+
+        for launch, recipe in self._recipes:
+            nargs = len(launch.inputs) + len(launch.outputs)
+            if launch.fn is None or nargs > MAX_ARGS:
+                close()
+                segments.append(("python", launch, recipe))
+                continue
+            address = ctypes.cast(launch.fn, ctypes.c_void_p).value
+            words += [address, nargs] + list(launch.inputs) + list(launch.outputs)
+            fresh += [(kind, s, x) for kind, s, x in recipe if kind != "view"]
+            count += 1
+        close()
+        self._segments = segments
+
+    def _run_native(self, values: list) -> list:
+        """One native call per run of generated kernels (the whole step when no launch runs on
+        the host): outputs are allocated first, their addresses written into the slot array."""
+        if not hasattr(self, "_segments"):
+            self._prepare_native()
+        env = list(self._env0)
+        slots = self._slots
+        for i, v in enumerate(values):
+            v = np.asarray(v)
+            v = v if v.flags.c_contiguous else v.copy()
+            env[i] = v
+            slots[i] = v.ctypes.data
+        for seg in self._segments:
+            if seg[0] == "native":
+                _, _, table_ptr, count, fresh = seg
+                for kind, s, x in fresh:
+                    o = np.empty(x.shape, x.dtype) if kind == "fresh" else _view(env[x[0]], x[1])
+                    env[s] = o
+                    slots[s] = o.ctypes.data
+                done = self.launcher(table_ptr, count, self._slots_ptr)
+                if done != count:
+                    raise RuntimeError(f"native launcher stopped at launch {done} of {count}")
+                continue
+            _, launch, recipe = seg
+            if launch.fn is not None:  # too many arguments for the launcher's table
+                for kind, s, x in recipe:
+                    if kind != "view":
+                        o = np.empty(x.shape, x.dtype) if kind == "fresh" else \
+                            _view(env[x[0]], x[1])
+                        env[s] = o
+                        slots[s] = o.ctypes.data
+                launch.fn(*[int(slots[s]) for s in launch.inputs + launch.outputs])
+                continue
+            outs = launch.host([env[s] for s in launch.inputs])
+            for s, o in zip(launch.outputs, outs, strict=True):
+                o = np.asarray(o)
+                o = o if o.flags.c_contiguous else o.copy()
+                env[s] = o
+                slots[s] = o.ctypes.data
+        return [env[s] for s in self.output_slots]
 
     def _run(self, values: list, times) -> list:
         if not hasattr(self, "_recipes"):

@@ -1,0 +1,147 @@
+"""The native launcher (nova/runtime/launcher.py): a compiled program runs its generated kernels
+in one native call, stretches between host launches each in one call, with the same results as
+calling every kernel from Python and as the reference interpreter."""
+
+import ctypes
+import numpy as np
+
+import nova
+import nova.numpy as jnp
+from nova.compiler.backend_cpu import compile_program
+from nova.compiler.pipeline import run_passes
+from nova.core.interpreter import run_program
+from nova.runtime import executable, launcher
+from tests.helpers import assert_close
+
+
+def _softmax(x):
+    e = jnp.exp(x - jnp.max(x, -1, keepdims=True))
+    return e / jnp.sum(e, -1, keepdims=True)
+
+
+def _mlp_step(x, w1, w2):
+    def loss(w1, w2):
+        h = jnp.tanh(x @ w1)
+        return jnp.sum(_softmax(h @ w2) ** 2)
+
+    g1, g2 = nova.grad(loss, argnums=(0, 1))(w1, w2)
+    return w1 - 0.1 * g1, w2 - 0.1 * g2
+
+
+def _args(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((16, 32)).astype(np.float32),
+            rng.standard_normal((32, 48)).astype(np.float32) * 0.2,
+            rng.standard_normal((48, 24)).astype(np.float32) * 0.2]
+
+
+class _Counting:
+    """Wraps the launcher's ctypes function, counting native calls and launches."""
+
+    def __init__(self, fn):
+        self.fn, self.calls, self.launches = fn, 0, 0
+
+    def __call__(self, table, count, slots):
+        self.calls += 1
+        self.launches += count
+        return self.fn(table, count, slots)
+
+
+def test_a_step_is_one_native_call_with_the_same_results():
+    args = _args()
+    program = run_passes(nova.make_program(_mlp_step)(*args))
+    exe = compile_program(program)
+    assert exe.launcher is not None
+    assert all(launch.fn is not None for launch in exe.launches) and len(exe.launches) > 5
+    exe.launcher = counting = _Counting(exe.launcher)
+    for _ in range(2):  # the slot table is reused between calls
+        got = exe(args)
+        assert counting.launches == counting.calls * len(exe.launches)
+        for g, p, w in zip(got, exe._run(args, None), run_program(program, args), strict=True):
+            assert np.array_equal(g, p)
+            assert_close(g, w, rtol=1e-5, atol=1e-6)
+    assert counting.calls == 2
+    # fresh outputs per call: the caller may keep the first results
+    first, second = exe(args), exe(args)
+    assert not any(np.shares_memory(a, b) for a, b in zip(first, second))
+
+
+def test_host_launches_split_the_list_into_native_stretches():
+    big = np.arange(64 * 80, dtype=np.float32).reshape(64, 80) / 5000.0  # a host:constant
+
+    def f(x):
+        y = jnp.exp(x) * 2.0
+        return jnp.sum(jnp.tanh(y + big) * y, -1)
+
+    x = np.random.default_rng(1).standard_normal((64, 80)).astype(np.float32)
+    program = run_passes(nova.make_program(f)(x))
+    exe = compile_program(program)
+    host = [n for n, launch in enumerate(exe.launches) if launch.fn is None]
+    assert host, exe.as_text()
+    exe.launcher = counting = _Counting(exe.launcher)
+    (got,) = exe([x])
+    native = len(exe.launches) - len(host)
+    assert counting.launches == native and 1 <= counting.calls <= len(host) + 1
+    assert_close(got, run_program(program, [x])[0], rtol=1e-5, atol=1e-5)
+
+
+def test_launches_past_the_argument_limit_run_from_python(monkeypatch):
+    monkeypatch.setattr(launcher, "MAX_ARGS", 2)
+    args = _args(2)
+    program = run_passes(nova.make_program(_mlp_step)(*args))
+    exe = compile_program(program)
+    exe.launcher = counting = _Counting(exe.launcher)
+    got = exe(args)
+    wide = sum(1 for launch in exe.launches if len(launch.inputs) + len(launch.outputs) > 2)
+    assert wide and counting.launches == len(exe.launches) - wide
+    for g, w in zip(got, run_program(program, args), strict=True):
+        assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_donated_inputs_are_reused_on_the_native_path():
+    f = nova.jit(lambda p, g: p - 0.1 * jnp.tanh(g), donate_argnums=(0,))
+    p, g = jnp.ones((128, 128)), jnp.full((128, 128), 2.0)
+    out = f(p, g)
+    assert_close(out, np.full((128, 128), 1 - 0.1 * np.tanh(2.0), np.float32), rtol=1e-6)
+    assert p.is_deleted()
+
+
+def test_profiling_times_every_kernel_and_skips_the_launcher(monkeypatch):
+    monkeypatch.setattr(executable, "_profiling", True)
+    monkeypatch.setattr(executable, "_PROFILE", {})
+    args = _args(3)
+    program = run_passes(nova.make_program(_mlp_step)(*args))
+    exe = compile_program(program)
+    exe.launcher = counting = _Counting(exe.launcher)
+    exe(args)
+    assert counting.calls == 0
+    names = {launch.name for launch in exe.launches}
+    assert names <= set(executable._PROFILE) and "(host between kernels)" in executable._PROFILE
+
+
+def test_launcher_table_contract():
+    """nova_run calls each entry with its slots' addresses in order and stops (returning the
+    index) at an argument count it has no case for."""
+    run = launcher.load_launcher(None)
+    # memcpy(dst, src, n) stands in for a kernel: three pointer-sized arguments from slots.
+    addr = ctypes.cast(ctypes.CDLL(None).memcpy, ctypes.c_void_p).value
+    src = np.arange(4, dtype=np.float64)
+    dst = np.zeros(4, np.float64)
+    slots = np.array([dst.ctypes.data, src.ctypes.data, src.nbytes], np.uint64)
+    table = np.array([addr, 3, 0, 1, 2, 0, launcher.MAX_ARGS + 1], np.int64)
+    assert run(table.ctypes.data, 2, slots.ctypes.data) == 1
+    assert np.array_equal(dst, src)
+
+
+def test_launcher_builds_elsewhere_when_the_cache_folder_is_unusable(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    fn = launcher.load_launcher(str(blocker / "lib"))  # cannot be created, even by root
+    assert fn is not None and blocker.is_file()
+
+
+def test_a_damaged_launcher_library_is_rebuilt(tmp_path):
+    so = tmp_path / launcher.library_name()
+    so.write_bytes(b"\x7fELF" + bytes(60))  # truncated (as another process might leave it)
+    assert launcher.load_launcher(str(tmp_path)) is not None
+    assert so.stat().st_size > 64

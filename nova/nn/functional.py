@@ -73,6 +73,17 @@ def _row_max(x, axis):
     return jnp.where(jnp.isfinite(m), m, 0.0)
 
 
+def _row_shift(x, axis):
+    """A stabilizing shift for exp over `axis`: floor of the (guarded) row maximum.
+
+    exp(x - shift) <= e, so nothing overflows. floor has a zero derivative, so no cotangent flows
+    into the maximum: its backward (which would need a second pass over the row to find and
+    count the argmax) vanishes, and the gradient is the exact softmax one. The mathematics is
+    unchanged since the shift cancels. (nova.scipy.special.logsumexp uses the same shift.)
+    """
+    return jnp.floor(_row_max(x, axis))
+
+
 def softmax(x, axis=-1) -> Array:
     """exp(x) / sum(exp(x)) over `axis` (int or tuple), computed as exp(x - max) / sum.
 
@@ -80,7 +91,7 @@ def softmax(x, axis=-1) -> Array:
     (JAX and PyTorch give NaN). Raises TypeError for non-float input.
     """
     x = _float_input("softmax", x)
-    e = jnp.exp(x - _row_max(x, axis))
+    e = jnp.exp(x - _row_shift(x, axis))
     s = jnp.sum(e, axis=axis, keepdims=True)
     return e / jnp.where(s == 0, 1.0, s)
 
@@ -92,7 +103,7 @@ def log_softmax(x, axis=-1) -> Array:
     (as JAX and PyTorch). Raises TypeError for non-float input.
     """
     x = _float_input("log_softmax", x)
-    shifted = x - _row_max(x, axis)
+    shifted = x - _row_shift(x, axis)
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
 
 
@@ -162,11 +173,14 @@ def cross_entropy(logits, labels, ignore_index: int = -100, reduction: str = "me
             f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
             f"{where_am_i()}"
         )
-    logp = log_softmax(logits, axis=-1)
+    # nll = logsumexp(logits) - logits[label]. Spelled this way (not through log_softmax) the
+    # backward is one elementwise pass, softmax * ct - onehot * ct, over the forward's row sums.
+    shift = _row_shift(logits, -1)
+    lse = jnp.log(jnp.sum(jnp.exp(logits - shift), axis=-1)) + shift[..., 0]
     classes = jnp.arange(logits.shape[-1], dtype=labels.dtype)
-    picked = jnp.sum(jnp.where(labels[..., None] == classes, logp, 0.0), axis=-1)
+    picked = jnp.sum(jnp.where(labels[..., None] == classes, logits, 0.0), axis=-1)
     valid = labels != ignore_index
-    nll = jnp.where(valid, -picked, 0.0)
+    nll = jnp.where(valid, lse - picked, 0.0)
     if reduction == "none":
         return nll
     total = jnp.sum(nll)

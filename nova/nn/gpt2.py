@@ -143,7 +143,7 @@ class GPT2(Module):
         for block, k in zip(self.h, keys[1:], strict=True):
             x = block(x, key=k, train=train)
         x = self.ln_f(x)
-        return x @ jnp.swapaxes(self.wte.weight, 0, 1)
+        return jnp.einsum("btc,vc->btv", x, self.wte.weight)
 
     def loss(self, idx, targets, *, key=None, train: bool = False,
              ignore_index: int = -100) -> Array:

@@ -36,7 +36,9 @@ from nova.compiler.kernel import Kernel
 from nova.core import dtypes
 
 # Keys per block: BK_VECTORS vectors of scores per row (registers: BK/W + Dv/W accumulators).
-BK_VECTORS = 4
+BK_VECTORS = 8
+# The loops over a head dim computing scores (and dP) are unrolled this many times.
+UNROLL = 2
 # A batch element needs this many score pairs before a second thread pays for its fork/join.
 MIN_PAIRS_PER_THREAD = 16_384
 
@@ -210,22 +212,33 @@ class _Gen:
 
     def dot_row(self, tag: str, src: str, src_t: str, n: str, i: str, width: int,
                 t_buf: str, j0: str) -> list:
-        """BK/W vectors: sum_c src[n, i, c] * T[c, j0 + lanes] (T: width x tkp, transposed)."""
+        """BK/W vectors: sum_c src[n, i, c] * T[c, j0 + lanes] (T: width x tkp, transposed).
+        The loop over c is unrolled UNROLL times (the remainder first, in its own loop)."""
         w, nv = self.w, BK_VECTORS
         vt = self.vt(w)
-        zero = self.fc(0.0, w)
+        acc = [self.fc(0.0, w)] * nv
+        u = UNROLL if width >= UNROLL else 1
+        rest = width % u
+        if rest:
+            acc = self._dot_loop(f"{tag}r", src, src_t, n, i, width, t_buf, j0, 0, rest, 1, acc)
+        return self._dot_loop(tag, src, src_t, n, i, width, t_buf, j0, rest, width, u, acc)
+
+    def _dot_loop(self, tag, src, src_t, n, i, width, t_buf, j0, lo, hi, u, init) -> list:
+        w, nv = self.w, BK_VECTORS
+        vt = self.vt(w)
         res = self.b.fresh()
-        iters = ", ".join(f"%{tag}{c} = {zero}" for c in range(nv))
-        self.open(f"{res}:{nv} = scf.for %{tag}d = {self.idx(0)} to {self.idx(width)} step "
-                  f"{self.idx(1)} iter_args({iters}) -> ({', '.join([vt] * nv)})")
-        x = self.op(f"memref.load {src}[{n}, {i}, %{tag}d] : {src_t}")
-        bx = self.bcast(x, w)
-        outs = []
-        for c in range(nv):
-            col = self.iadd(j0, self.idx(c * w)) if c else j0
-            kv = self.op(f"vector.load {t_buf}[%{tag}d, {col}] : "
-                         f"{self.memref(width, self.tkp)}, {vt}")
-            outs.append(self.fma(bx, kv, f"%{tag}{c}", w))
+        iters = ", ".join(f"%{tag}{c} = {x}" for c, x in enumerate(init))
+        self.open(f"{res}:{nv} = scf.for %{tag}d = {self.idx(lo)} to {self.idx(hi)} step "
+                  f"{self.idx(u)} iter_args({iters}) -> ({', '.join([vt] * nv)})")
+        outs = [f"%{tag}{c}" for c in range(nv)]
+        for step in range(u):
+            dd = self.iadd(f"%{tag}d", self.idx(step)) if step else f"%{tag}d"
+            bx = self.bcast(self.op(f"memref.load {src}[{n}, {i}, {dd}] : {src_t}"), w)
+            for c in range(nv):
+                col = self.iadd(j0, self.idx(c * w)) if c else j0
+                kv = self.op(f"vector.load {t_buf}[{dd}, {col}] : "
+                             f"{self.memref(width, self.tkp)}, {vt}")
+                outs[c] = self.fma(bx, kv, outs[c], w)
         self.emit(f"scf.yield {', '.join(outs)} : {', '.join([vt] * nv)}")
         self.close()
         return [f"{res}#{c}" for c in range(nv)]

@@ -2,9 +2,10 @@
 
 Each is written in the plain spelling the compiler fuses (elementwise chains, row reductions,
 max-subtract / exp / sum / divide for softmax and attention); there is no hand-written backward.
-Stability: softmax, log_softmax, cross_entropy and attention subtract the row maximum before exp,
-so logits of 1e4 do not overflow; a row of attention scores that is masked everywhere gives zeros
-(value and gradient), not NaN.
+Stability: softmax, log_softmax, cross_entropy and attention subtract the row maximum (for the
+first three its floor, through which no gradient flows) before exp, so logits of 1e4 do not
+overflow; a row of attention scores that is masked everywhere gives zeros (value and gradient),
+not NaN.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def _row_shift(x, axis):
 
 
 def softmax(x, axis=-1) -> Array:
-    """exp(x) / sum(exp(x)) over `axis` (int or tuple), computed as exp(x - max) / sum.
+    """exp(x) / sum(exp(x)) over `axis` (int or tuple), computed as exp(x - s) / sum with
+    s = floor(max(x)) (see `_row_shift`).
 
     x: float array; result has its shape and dtype. A slice that is -inf everywhere gives zeros
     (JAX and PyTorch give NaN). Raises TypeError for non-float input.
@@ -97,7 +99,8 @@ def softmax(x, axis=-1) -> Array:
 
 
 def log_softmax(x, axis=-1) -> Array:
-    """x - logsumexp(x) over `axis`, computed as (x - max) - log(sum(exp(x - max))).
+    """x - logsumexp(x) over `axis`, computed as (x - s) - log(sum(exp(x - s))) with
+    s = floor(max(x)).
 
     x: float array; result has its shape and dtype. A slice that is -inf everywhere gives NaN
     (as JAX and PyTorch). Raises TypeError for non-float input.

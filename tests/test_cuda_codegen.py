@@ -54,6 +54,9 @@ CASES = [
     ("cross_entropy_fwd_bwd", nova.value_and_grad(_ce), [S((16, 500), f32), S((16,), np.int32)]),
     ("argmax", lambda x: jnp.argmax(x, axis=-1), [S((8, 1024), f32)]),
     ("column_sum", lambda x: jnp.sum(x, axis=0), [S((300, 40), f32)]),
+    ("column_softmax", lambda x: F.softmax(x, axis=0), [S((100, 72), f32)]),
+    ("column_argmax", lambda x: jnp.argmax(x, axis=0), [S((64, 40), f32)]),
+    ("middle_axis_max", lambda x: jnp.max(x, axis=1), [S((4, 50, 64), f32)]),
     ("matmul_bias_tanh", lambda x, w, b: jnp.tanh(x @ w + b),
      [S((100, 70), f32), S((70, 130), f32), S((130,), f32)]),
     ("matmul_nt", lambda x, w: jnp.matmul(x, w.T), [S((128, 64), f32), S((96, 64), f32)]),
@@ -127,6 +130,11 @@ def test_schedules_and_instructions(compiled):
     (res,) = _kernel_records(cases, "softmax_resident", "loop")
     assert res["block"] == [256, 1, 1] and res["ptx"].count("ld.global") == 4
     assert sm["ptx"].count("ld.global") == 3  # 1000 columns: a strided loop per phase
+    # Column reductions: 32 columns per block (coalesced), 8 warps over the rows.
+    (col,) = _kernel_records(cases, "column_sum", "loop")
+    assert col["block"] == [256, 1, 1] and col["grid"] == [2, 1, 1]
+    (mid,) = _kernel_records(cases, "middle_axis_max", "loop")
+    assert mid["grid"] == [4 * 2, 1, 1] and mid["shared_bytes"] == 8 * 32 * 4
     mm = _kernel_records(cases, "matmul_bias_tanh", "contraction")
     simt, tf32 = mm
     assert simt["grid"] == [3, 2, 1] and "mma.sync" not in simt["ptx"]
@@ -176,6 +184,25 @@ def test_simulated_kernels_match_reference(case, precision):
         g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
         scale = max(float(np.max(np.abs(w64))), 1e-30) if w64.size else 1.0
         assert float(np.max(np.abs(g64 - w64), initial=0.0)) <= tol * scale, case
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_simulated_arg_reductions_ties_and_nans(op, axis):
+    """First occurrence wins among ties and the first NaN wins, across lanes, warps and groups
+    (as NumPy), for row (axis 1) and column (axis 0) kernels."""
+    from nova.compiler.codegen.cuda.compile import wrap_module
+    from nova.compiler.codegen.cuda.simulate import simulate
+
+    rng = np.random.default_rng(1)
+    x = np.floor(rng.standard_normal((48, 1024)) * 1.5).astype(f32)  # few distinct values
+    x[3, 700], x[3, 900], x[40, 5] = np.nan, np.nan, np.nan
+    fn = (lambda a: jnp.argmax(a, axis=axis)) if op == "argmax" else (lambda a: jnp.argmin(a, axis=axis))
+    (k,) = _fused(fn, [S(x.shape, f32)]).kernels
+    ((gk, em),) = backend_cuda.lower_kernel(k, "sm_90", "highest")
+    out = np.zeros(k.outputs[0].type.shape, k.outputs[0].type.dtype)
+    simulate(wrap_module(gk.name, em.text, "sm_90"), gk.name, em.grid, em.block, [x, out])
+    np.testing.assert_array_equal(out, getattr(np, op)(x, axis=axis))
 
 
 @pytest.mark.parametrize("name,fn,specs", [

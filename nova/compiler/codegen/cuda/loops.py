@@ -8,6 +8,7 @@ the access pattern, an elementwise op applies its primitive's scalar body), mapp
   chosen so that a vector access is 16 bytes (`vector.load {alignment = 16}` becomes
   `ld.global.v4.b32`); a bounds check only when the grid overshoots. An access that is not
   contiguous along the last axis makes the kernel scalar (one element per thread).
+- Column reductions (the last axis kept): see columns.py.
 - Row reductions: one block per row (the kept axes); each thread reduces a strided share of the
   row (W-wide vector chunks when the last axis is reduced and contiguous), then the block combines
   the partial results with warp shuffles (`gpu.shuffle xor`, 16..1) and one shared-memory slot per
@@ -24,6 +25,7 @@ from nova.compiler.codegen.builder import Value
 from nova.compiler.codegen.cpu.index import _NoVector, mem_elem, memref_type
 from nova.compiler.codegen.cpu.loops import LoopKernelEmitter
 from nova.compiler.codegen.cpu.row_reduction import _POS
+from nova.compiler.codegen.cuda.columns import ColumnReductionMixin
 from nova.compiler.fuse import ARG_REDUCTIONS as _ARG_REDUCTIONS
 from nova.compiler.kernel import Kernel
 from nova.core import dtypes
@@ -51,7 +53,7 @@ def _shuffle_type(elem: str) -> tuple[str, str | None]:
     return "i32", "int"  # i1, i8, i16 (bf16 bits)
 
 
-class GPULoopEmitter(LoopKernelEmitter):
+class GPULoopEmitter(ColumnReductionMixin, LoopKernelEmitter):
     """Emits one loop kernel as a `gpu.func` (see the module docstring); after `emit()` the
     launch configuration is in `grid`, `block` and `shared_bytes`."""
 
@@ -144,7 +146,9 @@ class GPULoopEmitter(LoopKernelEmitter):
     def emit(self) -> str:
         """The gpu.module body: constant globals and the gpu.func (indented for gpu.module)."""
         self.b.indent = 6
-        if self.A:
+        if self.is_column_kernel(self.S, self.A):
+            self._emit_columns()
+        elif self.A:
             self._emit_rows()
         else:
             self._emit_elementwise()

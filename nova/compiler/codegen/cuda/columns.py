@@ -1,0 +1,154 @@
+"""Column reductions on the GPU: loop kernels that reduce axes other than the last one (bias and
+layer-norm weight gradients: sums over the batch).
+
+One block covers 32 consecutive positions of the last (kept) axis, one per lane, so every warp
+reads 128 contiguous bytes per row; its 8 warps split the reduced positions (warp g takes
+g, g + 8, ...). The 8 partial results of a column meet in shared memory and every thread of the
+column combines them in warp order, so all hold the column's result for the next phase. Lanes
+past the last column compute on the last column (in bounds) and store nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nova.compiler.codegen.builder import Value
+from nova.core import dtypes
+
+LANES = 32
+GROUPS = 8
+
+
+class ColumnReductionMixin:
+    """Part of GPULoopEmitter (codegen/cuda/loops.py)."""
+
+    @staticmethod
+    def is_column_kernel(S, A) -> bool:
+        return bool(A) and A[-1] != len(S) - 1 and S[-1] >= LANES
+
+    def _emit_columns(self) -> None:
+        b, S, A = self.b, self.S, self.A
+        self.W, self.vec_iv = 0, None
+        kept = [i for i in range(len(S)) if i not in A]
+        cols = S[-1]
+        tiles = -(-cols // LANES)
+        outer_sizes = [S[i] for i in kept[:-1]]
+        outer = int(np.prod(outer_sizes, dtype=np.int64))
+        self.block, self.grid = (LANES * GROUPS, 1, 1), (outer * tiles, 1, 1)
+        bid = b.op("gpu.block_id x", "index", 0)
+        self.tid = b.op("gpu.thread_id x", "index", 0)
+        lane = b.rem(self.tid, b.const(LANES, "index"))
+        self.group = b.div(self.tid, b.const(LANES, "index"))
+        col = b.add(b.mul(b.rem(bid, b.const(tiles, "index")), b.const(LANES, "index")), lane)
+        # Lanes past the edge read the last column (valid addresses); their results are dropped.
+        self.col_ok = b.cmp("lt", col, b.const(cols, "index")) if cols % LANES else None
+        col_in = b.min(col, b.const(cols - 1, "index")) if cols % LANES else col
+        o_idx = self._unflatten(b.div(bid, b.const(tiles, "index")), outer_sizes) if outer_sizes else []
+        ivs = dict(zip(kept, o_idx + [col_in], strict=True))
+        self.kept_names = [ivs[i].name for i in kept]
+        self.kept_sizes = [S[i] for i in kept]
+        self.red_sizes = [S[i] for i in A]
+        self.red_total = int(np.prod(self.red_sizes, dtype=np.int64))
+        self.lane = lane
+        for level in self._levels():
+            self._column_phase(level, ivs)
+        row_shape = tuple(S[i] for i in kept)
+        full = [(n, v) for n, v in self.out_args if v.type.shape == S]
+        row_outs = [(n, v) for n, v in self.out_args
+                    if v.type.shape == row_shape and v.type.shape != S]
+        if full:
+            self._group_loop("o", None)
+            idx = {**ivs, **self._column_reduced_index()}
+            self._guarded(lambda: self._store_outputs(full, idx, S))
+            self._end()
+        if row_outs:
+            first = b.cmp("eq", self.group, b.const(0, "index"))
+            self._open(f"scf.if {first.name} {{")
+            self._guarded(lambda: self._store_outputs(
+                row_outs, {k: ivs[i] for k, i in enumerate(kept)}, row_shape, row=True))
+            self._end()
+
+    def _guarded(self, body) -> None:
+        if self.col_ok is None:
+            body()
+            return
+        self._open(f"scf.if {self.col_ok.name} {{")
+        body()
+        self._end()
+
+    def _group_loop(self, tag: str, accs):
+        """`scf.for %tag = group to total step GROUPS` over the flattened reduced positions."""
+        b = self.b
+        hi, st = b.const(self.red_total, "index"), b.const(GROUPS, "index")
+        if accs:
+            names = ", ".join(f"%{tag}_a{k} = {a.name}" for k, a in enumerate(accs))
+            types = ", ".join(a.type for a in accs)
+            res = b.fresh()
+            self._open(f"{res}:{len(accs)} = scf.for %{tag} = {self.group.name} to {hi.name} "
+                       f"step {st.name} iter_args({names}) -> ({types}) {{")
+        else:
+            res = None
+            self._open(f"scf.for %{tag} = {self.group.name} to {hi.name} step {st.name} {{")
+        self.cur = Value(f"%{tag}", "index")
+        return res
+
+    def _column_reduced_index(self) -> dict:
+        return dict(zip(self.A, self._unflatten(self.cur, list(self.red_sizes)), strict=True))
+
+    def _column_phase(self, reds, ivs) -> None:
+        b = self.b
+        inits, counts = [], []
+        for r in reds:
+            init = self._red_init(r, 0)
+            inits += init
+            counts.append(len(init))
+        self.phase_count += 1
+        tag = f"r{self.phase_count}"
+        res = self._group_loop(tag, inits)
+        accs = [Value(f"%{tag}_a{k}", a.dtype, a.width) for k, a in enumerate(inits)]
+        new = self._combine_at({**ivs, **self._column_reduced_index()}, reds, counts, accs)
+        self._end(new)
+        finals = [Value(f"{res}#{k}", a.dtype, a.width) for k, a in enumerate(inits)]
+        pos = 0
+        for r, n in zip(reds, counts, strict=True):
+            part = finals[pos:pos + n]
+            pos += n
+            if r.prim.name in ("argmax", "argmin"):
+                _, at = self._group_reduce(part, lambda x, y, r=r: self._arg_pair(r, x, y))
+                self.row_vals[id(r.outputs[0])] = b.cast(at, r.outputs[0].type.dtype)
+                continue
+            out_t = r.outputs[0].type.dtype
+
+            def combine(x, y, r=r, out_t=out_t):
+                b.default_dtype = out_t
+                return [r.prim.kernel.combine(b, x[0], y[0])]
+
+            (acc,) = self._group_reduce(part, combine)
+            self.row_vals[id(r.outputs[0])] = acc
+
+    def _group_reduce(self, vals: list, combine) -> list:
+        """Combines the GROUPS partial values of each column through shared memory; every thread
+        of the column gets the result (combined in group order)."""
+        b = self.b
+        slots = []
+        for v in vals:
+            el = "i8" if v.elem == "i1" else v.elem
+            name = f"%wg{len(self.workgroup)}"
+            mt = f"memref<{GROUPS}x{LANES}x{el}, #gpu.address_space<workgroup>>"
+            self.workgroup.append(f"{name} : {mt}")
+            self.shared_bytes += GROUPS * LANES * max(1, int(el[1:]) // 8)
+            x = b.op(f"arith.extui {v.name} : i1 to i8", dtypes.uint8, 0) if el != v.elem else v
+            b.emit(f"memref.store {x.name}, {name}[{self.group.name}, {self.lane.name}] : {mt}")
+            slots.append((name, mt, el))
+        b.emit("gpu.barrier")
+        out = None
+        for g in range(GROUPS):
+            got = []
+            for v, (name, mt, el) in zip(vals, slots, strict=True):
+                x = b.op(f"memref.load {name}[{b.const(g, 'index').name}, {self.lane.name}] : {mt}",
+                         v.dtype, 0)
+                if el != v.elem:
+                    x = b.op(f"arith.trunci {x.name} : i8 to i1", v.dtype, 0)
+                got.append(Value(x.name, v.dtype, 0))
+            out = got if out is None else combine(out, got)
+        return out

@@ -430,3 +430,14 @@ def test_gpt2_call_errors_and_dropout():
     np.testing.assert_array_equal(a, np.asarray(f(m, k1)[0]))
     with pytest.raises(ValueError, match="needs a nova.random key"):
         m(idx, train=True)
+
+
+def test_gpt2_training_program_structure(gpt):
+    # Traced only. wpe is sliced (its gradient a pad), so the one gather/scatter-add pair is wte's;
+    # one row maximum per attention and one for the loss, none differentiated through (the
+    # loss's shift is floor(max)): no argmax-counting pass in the backward.
+    idx = np.zeros((2, 16), np.int32)
+    prog = nova.make_program(nova.value_and_grad(lambda m: m.loss(idx, idx)))(gpt)
+    assert prog.count("gather") == 1 and prog.count("scatter_add") == 1
+    assert prog.count("reduce_max") == CFG.n_layer + 1
+    assert prog.count("floor") == 1

@@ -378,6 +378,12 @@ def test_freezing_by_partition(gpt):
     assert all(not k.endswith(".bias") for k in p2.named_parameters())
     with pytest.raises(ValueError, match=r"patterns \['h.9.\*'\] match no parameter"):
         nn.partition(gpt, ["h.9.*"])
+    with pytest.raises(TypeError, match="must be a callable or glob patterns"):
+        nn.partition(gpt, [3])
+    with pytest.raises(ValueError, match="trees of different classes"):
+        nn.combine(params, gpt.wte)
+    with pytest.raises(TypeError, match=r"unknown fields \['lm_head'\]"):
+        gpt.replace(lm_head=None)
 
 
 def test_custom_module_static_fields_and_containers():

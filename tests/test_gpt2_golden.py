@@ -74,6 +74,7 @@ def _batch():
 
 @pytest.fixture(scope="module")
 def runs():
+    assert not jax.config.read("jax_enable_x64")  # the reference computes in float32
     model = nn.GPT2.init(CFG, nova.random.key(42))
     idx, tgt = _batch()
 

@@ -2,8 +2,11 @@
 
 A model is a `Module`, a pytree of arrays, so `nova.grad(loss)(model, x, y)` returns a gradient of
 the model's shape and `nova.jit` compiles a whole training step. Freezing is `partition`/`combine`
-(see nova/nn/module.py). Functions (relu, gelu, softmax, cross_entropy,
-scaled_dot_product_attention, ...) are re-exported here from `nova.nn.functional`.
+(see nova/nn/module.py). Training versus evaluation is a call argument, not module state:
+`model(idx, key=k, train=True)` applies dropout from key k, `model(idx)` does not (Flax's
+`deterministic` style; nothing to switch back). Functions (relu, gelu, softmax, cross_entropy,
+scaled_dot_product_attention, ...) are re-exported here from `nova.nn.functional`; checkpoints
+(`save_checkpoint`, `load_checkpoint`) are safetensors files (nova/nn/checkpoint.py).
 """
 
 from nova.nn.checkpoint import (

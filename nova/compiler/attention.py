@@ -173,9 +173,10 @@ def _dot_out_labels(dot: Eqn, lab_x: tuple, lab_y: tuple) -> tuple | None:
 def _row_source(g: _Graph, v: Var, shape: tuple, axis: int, eqns: list, guard=None):
     """The per-row value (shape without `axis`) that v broadcasts along `axis`, or None.
 
-    guard: "max" also looks through where(isfinite(m), m, 0) and "sum" through
-    where(s == 0, 1, s) (nova.nn's softmax: a fully masked row gives zeros), which the fused
-    kernels implement the same way."""
+    guard: "max" also looks through where(isfinite(m), m, 0) and floor(m) and "sum" through
+    where(s == 0, 1, s) (nova.nn's softmax: a fully masked row gives zeros; any shift of the
+    exponent cancels in the division), which the fused kernels implement the same way; "recip"
+    through one reciprocal (and the "sum" guard)."""
     b = g.op(v, "broadcast_in_dim")
     if b is None or b.outputs[0].type.shape != shape:
         return None
@@ -193,6 +194,11 @@ def _row_source(g: _Graph, v: Var, shape: tuple, axis: int, eqns: list, guard=No
         if guard == "recip" and inner is not None and recips == 0:
             found.append(g.prod[id(x)])
             x, recips = inner, 1
+            continue
+        fl = g.op(x, "floor")
+        if guard == "max" and fl is not None:  # nova.nn shifts by floor(max): it cancels too
+            found.append(fl)
+            x = fl.inputs[0]
             continue
         sel = g.op(x, "select")
         kind = "sum" if guard == "recip" else guard

@@ -8,7 +8,7 @@ import pytest
 import safetensors.numpy as st
 
 import nova
-import nova.nn as nn
+from nova import nn
 
 CFG = nn.GPT2Config(vocab_size=16, block_size=8, n_layer=1, n_head=2, n_embd=8)
 

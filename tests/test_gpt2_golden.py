@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import nova
-import nova.nn as nn
+from nova import nn
 
 CFG = nn.GPT2Config(vocab_size=64, block_size=16, n_layer=2, n_head=2, n_embd=32)
 B, T = 2, 16

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import nova
-import nova.nn as nn
 import nova.numpy as jnp
+from nova import nn
 from tests.helpers import assert_close
 
 RNG = np.random.default_rng(0)
@@ -124,7 +124,7 @@ def test_stability_huge_logits_and_all_masked_rows():
     # A softmax row of all -inf gives zeros (value and gradient), the others are untouched.
     z = np.array([[-np.inf] * 3, [0.0, 1.0, -np.inf]], np.float32)
     ct = np.array([[1.0, 2.0, 3.0], [1.0, -1.0, 0.5]], np.float32)
-    s, gs = nova.jit(nova.value_and_grad(lambda z: jnp.sum(nn.softmax(z) ** 2 * ct)))(z)
+    _, gs = nova.jit(nova.value_and_grad(lambda z: jnp.sum(nn.softmax(z) ** 2 * ct)))(z)
     p = np.asarray(nn.softmax(z))
     np.testing.assert_array_equal(p[0], 0.0)
     assert_close(p[1], np.asarray(jax.nn.softmax(z[1])))

@@ -34,7 +34,8 @@ from nova.nn.module import Module, combine, partition, static_field
 
 __all__ = [
     "GPT2", "MLP", "Block", "CausalSelfAttention", "CheckpointError", "Dropout", "Embedding",
-    "GPT2Config", "LayerNorm", "Linear", "Module", "checkpoint_metadata", "combine", "cross_entropy", "dropout", "gelu",
-    "layer_norm", "load_checkpoint", "log_softmax", "logsumexp", "one_hot", "partition", "relu",
-    "save_checkpoint", "scaled_dot_product_attention", "silu", "softmax", "static_field",
+    "GPT2Config", "LayerNorm", "Linear", "Module", "checkpoint_metadata", "combine",
+    "cross_entropy", "dropout", "gelu", "layer_norm", "load_checkpoint", "log_softmax",
+    "logsumexp", "one_hot", "partition", "relu", "save_checkpoint", "scaled_dot_product_attention",
+    "silu", "softmax", "static_field",
 ]

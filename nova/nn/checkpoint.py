@@ -138,7 +138,7 @@ def _read(path: str) -> tuple[dict, dict]:
     try:
         tensors = _load_tensors(data)
         metadata = _read_header_metadata(data)
-    except Exception as e:  # safetensors raises its own SafetensorError for every defect
+    except (safetensors.SafetensorError, ValueError, UnicodeDecodeError) as e:
         raise CheckpointError(
             f"checkpoint {path!r} cannot be read ({len(data)} bytes; truncated or corrupt): {e}"
         ) from None

@@ -57,6 +57,8 @@ CASES = [
     ("column_softmax", lambda x: F.softmax(x, axis=0), [S((100, 72), f32)]),
     ("column_argmax", lambda x: jnp.argmax(x, axis=0), [S((64, 40), f32)]),
     ("middle_axis_max", lambda x: jnp.max(x, axis=1), [S((4, 50, 64), f32)]),
+    ("embedding_grad", nova.grad(lambda w, ids: jnp.sum(jnp.take(w, ids, axis=0) ** 2)),
+     [S((50, 16), f32), S((8, 12), np.int32)]),
     ("matmul_bias_tanh", lambda x, w, b: jnp.tanh(x @ w + b),
      [S((100, 70), f32), S((70, 130), f32), S((130,), f32)]),
     ("matmul_nt", lambda x, w: jnp.matmul(x, w.T), [S((128, 64), f32), S((96, 64), f32)]),
@@ -163,7 +165,9 @@ def _simulate_program(fn, specs, precision, seed=0, sm_count=None):
             continue
         for gk, em in backend_cuda.lower_kernel(k, "sm_90", precision, sm_count):
             ins = [np.ascontiguousarray(env[id(v)]) for v in gk.program.inputs]
-            outs = [np.zeros(v.type.shape, v.type.dtype) for v in gk.program.outputs]
+            # A scatter's fill and atomic-add launches write one buffer.
+            outs = [env[id(v)] if id(v) in env else np.zeros(v.type.shape, v.type.dtype)
+                    for v in gk.program.outputs]
             simulate(wrap_module(gk.name, em.text, "sm_90"), gk.name, em.grid, em.block, ins + outs)
             env.update({id(v): a for v, a in zip(gk.program.outputs, outs, strict=True)})
     return [env[id(v)] for v in prog.outputs], run_program(prog, args)
@@ -184,6 +188,30 @@ def test_simulated_kernels_match_reference(case, precision):
         g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
         scale = max(float(np.max(np.abs(w64))), 1e-30) if w64.size else 1.0
         assert float(np.max(np.abs(g64 - w64), initial=0.0)) <= tol * scale, case
+
+
+def test_simulated_scatter_add_repeats_and_drops():
+    """Repeated indices accumulate (atomics), out-of-range index rows are dropped."""
+    from nova.ops.indexing import scatter_add
+
+    def fn(op, upd):
+        idx = jnp.asarray(np.array([[3], [0], [3], [-1], [19], [20], [3]], np.int32))
+        return scatter_add(op, idx, upd, axes=(0,))
+
+    specs = [S((20, 8), f32), S((7, 8), f32)]
+    assert [k.kind for k in _fused(fn, specs).kernels] == ["scatter"]
+    got, want = _simulate_program(fn, specs, "highest")
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+def test_unsupported_scatter_modes_are_named():
+    from nova.ops.indexing import scatter
+
+    idx = np.zeros((4, 1), np.int32)
+    fused = _fused(lambda op, u: scatter(op, jnp.asarray(idx), u, axes=(0,), mode="set"),
+                   [S((8, 4), f32), S((4, 4), f32)])
+    with pytest.raises(NotImplementedError, match="mode 'set'"):
+        backend_cuda.compile_kernels(fused, "cuda:sm_90")
 
 
 @pytest.mark.parametrize("axis", [0, 1])
@@ -347,7 +375,7 @@ def test_corrupt_cache_entry_is_rebuilt():
 
 
 def test_unsupported_kernel_kind_is_named():
-    fused = _fused(lambda x: jnp.cumsum(x, axis=0), [S((16,), f32)])
+    fused = _fused(lambda x: jnp.cumsum(x, axis=0), [S((16,), f32)])  # scans: no GPU kernel yet
     with pytest.raises(NotImplementedError, match="kernel kind 'scan'"):
         backend_cuda.compile_kernels(fused, "cuda:sm_90")
 

@@ -9,9 +9,10 @@ the same keys and loads the PTX without importing MLIR (MLIR is imported only on
 Kernels: loop kernels (elementwise, row reductions) and contractions (TF32 tensor cores when the
 matmul precision is "tf32", SIMT otherwise); an epilogue the GEMM cannot evaluate becomes its own
 loop kernel, and a dot_general that is no GEMM over its operands' memory runs as a loop kernel
-reducing the contracting axes (both generated GPU code, as on the CPU backend). Constants too large
-to inline are uploaded once. Sequential kernels (scatter, scan, sort) and other host primitives
-have no GPU kernel yet: compiling them raises NotImplementedError naming the kernel kind.
+reducing the contracting axes (both generated GPU code, as on the CPU backend). Scatter-adds run
+as a fill and an atomic-add launch. Constants too large to inline are uploaded once. Scans, sorts,
+attention, other scatter modes and other host primitives have no GPU kernel yet: compiling them
+raises NotImplementedError naming the kernel kind.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from nova.compiler.backend_cpu import _contraction_as_loop, _empty, _host_fn, _m
 from nova.compiler.codegen.cuda.compile import compile_to_ptx, parse_target, wrap_module
 from nova.compiler.codegen.cuda.loops import emit_gpu_loop_kernel
 from nova.compiler.codegen.cuda.matmul import emit_gpu_contraction
+from nova.compiler.codegen.cuda.scatter import emit_gpu_scatter
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import Kernel
 from nova.compiler.plan_memory import plan_memory
@@ -68,9 +70,11 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
             gk = _contraction_as_loop(k)  # contracting axes reduced by a row kernel
             gk.schedule["gpu_schedule"] = "loop"
             return [(gk, emit_gpu_loop_kernel(gk.name, gk))]
+    if k.kind == "scatter":
+        return emit_gpu_scatter(k)
     raise NotImplementedError(
         f"cuda backend: no GPU kernel for kernel kind {k.kind!r} (ops {k.op_names()}); "
-        "supported kinds: 'loop', 'contraction', and large constants")
+        "supported kinds: 'loop', 'contraction', 'scatter' (adding), and large constants")
 
 
 def _check_limits(sym: str, em, arch: str) -> None:

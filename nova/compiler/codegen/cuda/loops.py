@@ -418,7 +418,7 @@ def emit_gpu_loop_kernel(name: str, kernel: Kernel) -> GPULoopEmitter:
     """The emitter of one loop kernel after `emit()` (text in `.text`, launch configuration in
     `.grid`, `.block`, `.shared_bytes`); vectorized when every access along the last axis is
     contiguous, else scalar."""
-    if kernel.kind != "loop":
+    if kernel.kind not in ("loop", "scatter:fill"):
         raise NotImplementedError(f"cuda codegen: kernel kind {kernel.kind!r} is not a loop kernel")
     width = vector_width(kernel)
     for w in ((width, 0) if width > 1 else (0,)):

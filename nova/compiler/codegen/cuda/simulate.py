@@ -162,6 +162,15 @@ class _Sim:
             out = self.load(op, mask, res_t.shape[0])
         elif name == "vector.store":
             return self.store(op, mask, op.operands[0].type.shape[0])
+        elif name == "memref.atomic_rmw":
+            val, mem, *idx = op.operands
+            flat_arr, flat = self._address(mem, [env[i] for i in idx], mask)
+            old = flat_arr[flat]
+            kind = ir.IntegerAttr(op.attributes["kind"]).value  # arith::AtomicRMWKind
+            if kind not in (0, 1):  # addf, addi
+                raise NotImplementedError(f"simulate: atomic_rmw kind {kind}")
+            np.add.at(flat_arr, flat[mask], env[val][mask])  # every thread's add lands
+            out = old
         elif name == "memref.get_global":
             out = self.globals[ir.FlatSymbolRefAttr(op.attributes["name"]).value]
         elif name == "scf.if":

@@ -41,6 +41,18 @@ def _ce(logits, labels):
     return F.cross_entropy(logits, labels)
 
 
+def _mlp_step(w1, b1, w2, b2, g, x, labels):
+    """One SGD step of a layer-normed GELU MLP classifier (forward, backward and update)."""
+
+    def loss(params):
+        w1, b1, w2, b2, g = params
+        h = F.gelu(F.layer_norm(x, g, None) @ w1 + b1, approximate=True)
+        return F.cross_entropy(h @ w2 + b2, labels)
+
+    value, grads = nova.value_and_grad(loss)((w1, b1, w2, b2, g))
+    return (value,) + tuple(p - 0.1 * d for p, d in zip((w1, b1, w2, b2, g), grads, strict=True))
+
+
 # Correctness: every kind of GPU kernel the backend generates, at small and edge shapes.
 CHECKS = [
     Case("elementwise_gelu_bias", lambda x, b: F.gelu(x + b, approximate=True),
@@ -70,6 +82,13 @@ CHECKS = [
     Case("batched_matmul", lambda x, w: x @ w, (S((3, 64, 32), f32), S((3, 32, 48), f32)),
          tol=1e-5),
     Case("matmul_bf16", lambda x, w: x @ w, (S((64, 64), bf16), S((64, 128), bf16)), tol=1e-2),
+    Case("mlp_sgd_step", _mlp_step,
+         (S((256, 1024), f32), S((1024,), f32), S((1024, 512), f32), S((512,), f32),
+          S((256,), f32), S((512, 256), f32), S((512,), np.int32)), tol=1e-4, ints=((6, 512),)),
+    Case("mlp_sgd_step_tf32", _mlp_step,
+         (S((256, 1024), f32), S((1024,), f32), S((1024, 512), f32), S((512,), f32),
+          S((256,), f32), S((512, 256), f32), S((512,), np.int32)), "tf32", tol=5e-3,
+         ints=((6, 512),)),
 ]
 
 

@@ -17,11 +17,12 @@ from tests.helpers import assert_close
 RNG = np.random.default_rng(0)
 
 
-def _value_and_vjp(f, *args):
+def _value_and_vjp(f, *args, ct=None):
     """Nova under one jit: f(*args) and the gradients of sum(f(*args) * ct) with respect to every
-    argument, for a random cotangent ct (returned too)."""
-    shape = nova.make_program(f)(*args).outputs[0].type.shape  # traced only, not compiled
-    ct = RNG.standard_normal(shape).astype(np.float32)
+    argument, for a cotangent ct (random unless given; returned too)."""
+    if ct is None:
+        shape = nova.make_program(f)(*args).outputs[0].type.shape  # traced only, not compiled
+        ct = RNG.standard_normal(shape).astype(np.float32)
 
     def run(args, ct):
         return f(*args), nova.grad(lambda a: jnp.sum(f(*a) * ct))(args)
@@ -200,6 +201,13 @@ def test_attention_fully_masked_row_gives_zeros_not_nan():
     assert_close(gq[:, keep], rq, rtol=1e-4, atol=1e-3)
     assert_close(gk, rk, rtol=1e-4, atol=1e-3)
     assert_close(gv, rv, rtol=1e-4, atol=1e-4)
+    # The same mask as an additive float mask (-inf where masked) behaves the same.
+    additive = np.where(mask, 0.0, -np.inf).astype(np.float32)
+    y2, grads2, _ = _value_and_vjp(
+        lambda q, k, v: nn.scaled_dot_product_attention(q, k, v, mask=additive), q, k, v, ct=ct)
+    assert_close(y2, y, rtol=1e-6, atol=1e-6)
+    for a, b in zip(grads2, (gq, gk, gv), strict=True):
+        assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
 def test_attention_dropout_uses_the_key():

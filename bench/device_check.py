@@ -132,7 +132,8 @@ def _kernels():
         except Exception as e:  # noqa: BLE001 - one failing kernel must not hide the others
             r = {"ok": False, "error": f"{type(e).__name__}: {e}"}
         out[case.name] = r
-        fig = f"err {max(r['rel_err']):.2e} (tol {case.tol:.0e})" if "rel_err" in r else r["error"][:70]
+        fig = (f"err {max(r['rel_err']):.2e} (tol {case.tol:.0e})" if "rel_err" in r
+               else r["error"][:70])
         ROWS.append(("kernels", case.name, fig, "ok" if r["ok"] else "FAIL"))
         print(f"[kernels] {case.name}: {r}", flush=True)
     return out
@@ -168,8 +169,9 @@ def _matmul():
              "torch_tflops": flops / tms / 1e9, "ratio": tms / ms, "rel_err": err,
              "ok": err <= case.tol}
         out[case.name] = r
-        ROWS.append(("matmul", case.name, f"{r['nova_tflops']:.1f} vs torch {r['torch_tflops']:.1f} "
-                     f"TFLOP/s = {r['ratio']:.2f}x, err {err:.1e}", "ok" if r["ok"] else "FAIL"))
+        fig = (f"{r['nova_tflops']:.1f} vs torch {r['torch_tflops']:.1f} TFLOP/s = "
+               f"{r['ratio']:.2f}x, err {err:.1e}")
+        ROWS.append(("matmul", case.name, fig, "ok" if r["ok"] else "FAIL"))
         print(f"[matmul] {case.name}: {r}", flush=True)
     return out
 
@@ -260,7 +262,8 @@ def main() -> int:
     for sec, name, fig, verdict in ROWS:
         print(f"{verdict:5s} {sec:13s} {name:32s} {fig}")
     bad = sum(1 for r in ROWS if r[3] != "ok")
-    print(f"{len(ROWS) - bad}/{len(ROWS)} ok" + (f"; JSON in {out_dir}/device_check.json" if out_dir else ""))
+    where = f"; JSON in {out_dir}/device_check.json" if out_dir else ""
+    print(f"{len(ROWS) - bad}/{len(ROWS)} ok{where}")
     return 1 if bad else 0
 
 

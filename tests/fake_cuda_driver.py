@@ -114,7 +114,9 @@ class FakeDriver:
         return OK, addr
 
     def cuMemFree(self, ptr):
-        return (OK,) if self.mem.pop(int(ptr), None) is not None else (CUresult.CUDA_ERROR_INVALID_VALUE,)
+        if self.mem.pop(int(ptr), None) is None:
+            return (CUresult.CUDA_ERROR_INVALID_VALUE,)
+        return (OK,)
 
     def view(self, addr: int, nbytes: int | None = None) -> np.ndarray:
         """The bytes of device memory from addr (to the end of its allocation)."""
@@ -210,7 +212,8 @@ class FakeDriver:
 
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
         text = self.kernels[fn[1]]
-        nargs = len(re.search(rf"gpu\.func @{fn[1]}\(([^)]*)\)", text).group(1).split("memref<")) - 1
+        signature = re.search(rf"gpu\.func @{fn[1]}\(([^)]*)\)", text).group(1)
+        nargs = signature.count("memref<")
         slots = (ctypes.c_void_p * nargs).from_address(params)
         addrs = [ctypes.c_uint64.from_address(p).value for p in slots]
         args = (fn[1], (gx, gy, gz), (bx, by, bz), addrs)

@@ -109,7 +109,8 @@ def test_properties_modules_and_launch_errors(fake):
     p = gpu.get_device_properties()
     assert (p.name, p.arch, p.sm_count) == ("Fake H200", "sm_90", 132)
     assert p.memory_bandwidth == pytest.approx(4.916736e12)
-    with pytest.raises(gpu.CudaInvalidPTXError, match="cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX"):
+    with pytest.raises(gpu.CudaInvalidPTXError,
+                       match="cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX"):
         gpu.Module("not ptx")
     fake.kernels["k"] = """  gpu.module @m {
     gpu.func @k(%a: memref<64xf32>) kernel {

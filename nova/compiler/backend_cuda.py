@@ -1,4 +1,4 @@
-"""The CUDA backend: passes -> fusion -> GPU kernel synthesis -> PTX in the kernel cache -> executable.
+"""The CUDA backend: passes -> fusion -> GPU kernels -> PTX in the kernel cache -> executable.
 
 Cross-compilation: `nova.jit(f).lower(*shape_dtype_structs, target="cuda:sm_90").compile()` runs
 on a machine without a GPU and writes every kernel's PTX into the disk cache
@@ -26,7 +26,13 @@ import warnings
 import numpy as np
 
 from nova.compiler import cache
-from nova.compiler.backend_cpu import _contraction_as_loop, _empty, _host_fn, _memory, _split_epilogue
+from nova.compiler.backend_cpu import (
+    _contraction_as_loop,
+    _empty,
+    _host_fn,
+    _memory,
+    _split_epilogue,
+)
 from nova.compiler.codegen.cuda.compile import compile_to_ptx, parse_target, wrap_module
 from nova.compiler.codegen.cuda.loops import emit_gpu_loop_kernel
 from nova.compiler.codegen.cuda.matmul import emit_gpu_contraction
@@ -168,7 +174,8 @@ def compile_kernels(fused, target: str, precision: str | None = None) -> dict:
                 f"cache at {cache.cache_dir()}, and building them needs MLIR ({e}); compile them "
                 "on a machine with MLIR (bench/build_gpu_cache.py) and carry the cache") from None
         for key, (sym, _, em, gk) in missing.items():
-            rec = {"entry": sym, "ptx": ptx[sym], "sha256": hashlib.sha256(ptx[sym].encode()).hexdigest(),
+            digest = hashlib.sha256(ptx[sym].encode()).hexdigest()
+            rec = {"entry": sym, "ptx": ptx[sym], "sha256": digest,
                    "grid": list(em.grid), "block": list(em.block), "shared_bytes": em.shared_bytes,
                    "kind": gk.kind, "target": target, "version": CUDA_CODEGEN_VERSION}
             _mem[key] = rec
@@ -203,7 +210,8 @@ def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecuta
             continue
         for gk, rec in kernels[id(k)]:
             launches.append(GPULaunch(
-                gk.name, [slot(v) for v in gk.program.inputs], [slot(v) for v in gk.program.outputs],
+                gk.name, [slot(v) for v in gk.program.inputs],
+                [slot(v) for v in gk.program.outputs],
                 [v.type for v in gk.program.outputs], rec["ptx"], rec["entry"],
                 LaunchConfig(tuple(rec["grid"]), tuple(rec["block"]), 0), gk,
                 info={"kind": gk.kind, "shared_bytes": rec["shared_bytes"]}))

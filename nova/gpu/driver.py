@@ -58,7 +58,7 @@ class CudaLaunchError(CudaError):
 
 
 class CudaGraphError(CudaError):
-    """Stream capture or graph instantiation failed (STREAM_CAPTURE_*, GRAPH_EXEC_UPDATE_FAILURE)."""
+    """Stream capture or graph instantiation failed (STREAM_CAPTURE_*, GRAPH_* errors)."""
 
 
 _CLASSES = {
@@ -167,7 +167,8 @@ def init() -> None:
             (err,) = d.cuInit(0)
         except RuntimeError as e:  # libcuda.so not found (cuda.pathfinder)
             _init_error = GPUUnavailableError(
-                f"no NVIDIA GPU driver: the CUDA driver library (libcuda.so) cannot be loaded ({e})")
+                "no NVIDIA GPU driver: the CUDA driver library (libcuda.so) cannot be loaded "
+                f"({e})")
             raise _init_error from None
         if err != d.CUresult.CUDA_SUCCESS:
             _init_error = GPUUnavailableError(

@@ -46,7 +46,8 @@ class Event:
     def __init__(self, timing: bool = True):
         context()
         d = _drv.driver()
-        flags = d.CUevent_flags.CU_EVENT_DEFAULT if timing else d.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        f = d.CUevent_flags
+        flags = f.CU_EVENT_DEFAULT if timing else f.CU_EVENT_DISABLE_TIMING
         self.handle = _drv.call("cuEventCreate", int(flags))
 
     def record(self, stream: Stream | None = None) -> None:

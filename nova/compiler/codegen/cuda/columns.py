@@ -43,7 +43,8 @@ class ColumnReductionMixin:
         # Lanes past the edge read the last column (valid addresses); their results are dropped.
         self.col_ok = b.cmp("lt", col, b.const(cols, "index")) if cols % LANES else None
         col_in = b.min(col, b.const(cols - 1, "index")) if cols % LANES else col
-        o_idx = self._unflatten(b.div(bid, b.const(tiles, "index")), outer_sizes) if outer_sizes else []
+        o_flat = b.div(bid, b.const(tiles, "index"))
+        o_idx = self._unflatten(o_flat, outer_sizes) if outer_sizes else []
         ivs = dict(zip(kept, o_idx + [col_in], strict=True))
         self.kept_names = [ivs[i].name for i in kept]
         self.kept_sizes = [S[i] for i in kept]

@@ -18,7 +18,7 @@ import threading
 
 from nova.core.errors import CompilerError
 
-# Inside gpu.module: scf -> cf first (else "LLVM Translation failed ... unrealized_conversion_cast"),
+# Inside gpu.module: scf -> cf first (else "LLVM Translation failed ... unrealized_conversion"),
 # memref subviews/affine maps expanded, nvgpu (mma.sync) before gpu -> nvvm, vector -> llvm last.
 GPU_PIPELINE = (
     "builtin.module(gpu.module(convert-scf-to-cf,expand-strided-metadata,lower-affine,"

@@ -174,7 +174,8 @@ class GPUMatmul(StagingMixin):
             gi, gj = t.add(self.row0, r), t.add(self.col0, c)
             conds = self._bounds(gi, m, self.BM) + self._bounds(gj, n, self.BN)
             if conds:
-                ok = conds[0] if len(conds) == 1 else t.op(f"arith.andi {conds[0]}, {conds[1]} : i1")
+                ok = conds[0] if len(conds) == 1 else \
+                    t.op(f"arith.andi {conds[0]}, {conds[1]} : i1")
                 t.emit(f"scf.if {ok} {{")
                 t.indent += 2
             v = self._narrow(acc, out_dtype)

@@ -106,8 +106,9 @@ class _Sim:
             a = self.ir.IntegerAttr(op.attributes["alignment"]).value
             bad = mask & ((flat * itemsize) % a != 0)
             if bad.any():
+                byte = int(flat[bad][0]) * itemsize
                 raise AssertionError(f"{op.operation.name} claims alignment {a} but thread "
-                                     f"{int(np.argmax(bad))} accesses byte {int(flat[bad][0]) * itemsize}")
+                                     f"{int(np.argmax(bad))} accesses byte {byte}")
 
     def load(self, op, mask, width=0):
         mem, *idx = op.operands
@@ -183,7 +184,8 @@ class _Sim:
 
     def run_if(self, op, cond, mask):
         then = self.run_block(op.regions[0].blocks[0], mask & cond)
-        other = self.run_block(op.regions[1].blocks[0], mask & ~cond) if len(op.regions[1].blocks) else []
+        has_else = len(op.regions[1].blocks) > 0
+        other = self.run_block(op.regions[1].blocks[0], mask & ~cond) if has_else else []
         for r, a, b in zip(op.results, then, other, strict=True):
             c = cond.reshape(cond.shape + (1,) * (a.ndim - 1))
             self.env[r] = np.where(c, a, b)
@@ -303,7 +305,8 @@ class _Sim:
         Bm = np.zeros((w, 8, 8), np.float32)
         C = np.zeros((w, 16, 8), np.float32)
         a, b, c = a.reshape(w, 32, 4), b.reshape(w, 32, 2), c.reshape(w, 32, 2, 2)
-        A[:, g, t], A[:, g + 8, t], A[:, g, t + 4], A[:, g + 8, t + 4] = (a[..., i] for i in range(4))
+        A[:, g, t], A[:, g + 8, t] = a[..., 0], a[..., 1]
+        A[:, g, t + 4], A[:, g + 8, t + 4] = a[..., 2], a[..., 3]
         Bm[:, t, g], Bm[:, t + 4, g] = b[..., 0], b[..., 1]
         for h in range(2):
             for j in range(2):

@@ -76,7 +76,8 @@ class StagingMixin:
         return 4 if dim % 4 == 0 and tile % 4 == 0 else 1
 
     def stage_loads(self, k0: str) -> list:
-        """Loads this thread's share of both tiles at k offset k0; [(smem, type, [(pos, value)])]."""
+        """Loads this thread's share of both tiles at k offset k0 (into registers); the result is
+        what stage_stores writes to shared memory."""
         t = self.t
         pending = []
         for which, (mem, base, origin, size, tile, free_major) in zip("ab", self._operands(),
@@ -88,7 +89,8 @@ class StagingMixin:
             count = tile * self.BK // (v * self.threads)
             for q in range(count):
                 e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
-                lane_c, lane_o = t.idx("remui", e, t.c(along // v)), t.idx("divui", e, t.c(along // v))
+                lane_c = t.idx("remui", e, t.c(along // v))
+                lane_o = t.idx("divui", e, t.c(along // v))
                 c = t.mul(lane_c, v)
                 kl, fl = (c, lane_o) if contig_is_k else (lane_o, c)
                 gk, gf = t.add(k0, kl), t.add(origin, fl)
@@ -165,7 +167,9 @@ class StagingMixin:
     def _widen(self, x: str, v: int) -> str:
         t = self.t
         vt = (lambda e: f"vector<{v}x{e}>") if v > 1 else (lambda e: e)
-        cst = (lambda val, e: t.c(f"dense<{val}>", vt(e))) if v > 1 else (lambda val, e: t.c(val, e))
+        def cst(val, e):
+            return t.c(f"dense<{val}>", vt(e)) if v > 1 else t.c(val, e)
+
         if self.dtype == dtypes.float16:
             return t.op(f"arith.extf {x} : {vt('f16')} to {vt('f32')}")
         if self.dtype == dtypes.bfloat16:  # bf16 bits << 16 are the float32 value (exact)

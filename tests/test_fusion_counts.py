@@ -201,3 +201,35 @@ def test_cost_analysis_reports_flops_and_bytes_per_kernel():
     assert cost["flops"] == mm["flops"] + sm["flops"]
     assert cost["bytes accessed"] == mm["bytes accessed"] + sm["bytes accessed"]
     assert mm["arithmetic intensity"] > 5 * sm["arithmetic intensity"]
+
+
+@pytest.mark.parametrize("shape,axes", [((64, 48), (0,)), ((6, 10, 32), (0, 1)),
+                                        ((40, 20), (0,))], ids=["2d", "3d", "scalar-fallback"])
+def test_column_reductions_vectorize_along_the_kept_axis(shape, axes):
+    """Reductions that keep the last axis (dgamma, dbeta, bias gradients) run with one lane per
+    column and contiguous loads; the sums, maxima and argmax/argmin (NumPy's first occurrence,
+    NaN wins) match the interpreter."""
+    from nova.compiler.codegen.cpu.matmul import host_device
+
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[1, ..., 3] = np.nan  # a NaN column entry for argmax/argmin
+    x[..., 5] = 1.0  # ties in one column: the first position wins
+    y = rng.standard_normal(shape).astype(np.float32)
+
+    def f(x, y):
+        s = jnp.sum(x * y, axes)
+        m = jnp.max(jnp.abs(y), axes)
+        return s / m, jnp.sum(y, axes, keepdims=True) * y
+
+    kernels = _compiled_kernels(f, x, y)
+    assert len(kernels) == 1 and kernels[0][2] == str(axes)
+    program = run_passes(nova.make_program(f)(x, y))
+    (launch,) = compile_program(program).launches
+    lanes = 2 * host_device().vector_bits // 32
+    want = lanes if shape[-1] % lanes == 0 else 1
+    assert launch.kernel.schedule["vector_width"] == want
+    if len(axes) == 1:
+        for fn in (jnp.argmax, jnp.argmin):
+            (k,) = _compiled_kernels(lambda x, fn=fn: fn(x * 2.0, axis=0), x)
+            assert k[2] == "(0,)"

@@ -6,9 +6,12 @@ generated function loops over the kept axes of S; per row it runs one phase per 
 full-shape outputs in a last inner loop and the per-row outputs once. Every value is computed
 "at an index": a kernel input is loaded through the index maps of the movement ops between it and
 its use (so broadcasts, transposes and reshapes cost no copy), an elementwise op applies its
-primitive's scalar body. When the innermost loop runs over the last axis of S and every access
-along it is contiguous or invariant, the kernel is vectorized with vector<Wx...> values (explicit
-vectors, since LLVM's auto-vectorizer only emits 256-bit code here; MLIR_NOTES.md §1).
+primitive's scalar body. When every access along the last axis of S is contiguous or invariant,
+the kernel is vectorized along it with vector<Wx...> values (explicit vectors, since LLVM's
+auto-vectorizer only emits 256-bit code here; MLIR_NOTES.md §1): inside the reduction loops when
+the last axis is reduced (row reductions), else along the kept last axis, so that a column
+reduction (layer norm's dgamma, a bias gradient) keeps one column per lane and walks down the
+rows with contiguous vector loads.
 
 Movement with several sources is evaluated at an index too: concatenate and pad choose their
 source with `scf.if` on the index (only the chosen side loads, so no index is clamped; a vector
@@ -56,6 +59,7 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         self.globals: list[str] = []  # module-level constant data, emitted before the function
         self._global_names: dict[int, str] = {}
         self.vec_iv: str | None = None
+        self.col = False  # column reduction: vectors along the kept last axis (see emit)
         self.phase_count = 0
 
     # --- expression at an index -------------------------------------------------------------
@@ -233,7 +237,11 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             return "\n".join([self._signature(), "    return", "  }"])
         kept = [i for i in range(len(S)) if i not in A]
         ivs: dict[int, Value] = {}
-        vec_axis = len(S) - 1 if S and (not A or A[-1] == len(S) - 1) else None
+        # Vectors run along the last axis: inside the reduction loop when it is reduced (row
+        # reductions, lanes reduced horizontally at the end), else along the kept last axis
+        # (column reductions: lane k accumulates column c + k, loads stay contiguous).
+        self.col = bool(A) and len(S) - 1 not in A
+        vec_axis = len(S) - 1 if S else None
         if vec_axis is not None and self.W and S[vec_axis] % self.W:
             raise _NoVector()
         if vec_axis is None:
@@ -254,7 +262,7 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
                 self.vec_iv = f"%i{i}"
         # Reduction phases, one per level.
         levels = self._levels()
-        self.stash = self._choose_stash(levels) if A else None
+        self.stash = self._choose_stash(levels) if A and not self.col else None
         for level in levels:
             self._phase(level, ivs, kept)
         if self.stash is not None:  # the last pass reads the stashed values back
@@ -279,7 +287,7 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             self._store_outputs(full_outs, ivs, S)
         if row_outs:
             saved_w, saved_iv = self.W, self.vec_iv
-            if A:
+            if A and not self.col:
                 self.W, self.vec_iv = 0, None
             self._store_outputs(row_outs, {k: ivs[i] for k, i in enumerate(kept)}, row_shape,
                                 row=True)
@@ -342,7 +350,8 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             if t.dtype == dtypes.bool_:
                 val = b.cast(val, dtypes.uint8) if val.dtype == dtypes.bool_ else val
             ix = ", ".join(x.name for x in idx)
-            if self.W and not row and not val.width and self.vec_iv and idx and idx[-1].name == self.vec_iv:
+            if self.W and (not row or self.col) and not val.width and self.vec_iv and idx and \
+                    idx[-1].name == self.vec_iv:
                 val = b.splat(val, self.W)
             if val.width:
                 b.emit(f"vector.store {val.name}, {name}[{ix}] : {memref_type(t)}, vector<{val.width}x{el}>")
@@ -368,6 +377,12 @@ def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int | None = None)
     dev = host_device()
     if vector_width is None:
         vector_width = dev.vector_bits // 32
+        S, A = kernel.schedule["iter_shape"], kernel.schedule["red_axes"] or ()
+        if A and len(S) - 1 not in A:
+            # A column reduction walks down the columns with a stride of one row: two SIMD
+            # registers per chunk use whole 64-byte cache lines (one register would leave the
+            # other half-line to be fetched again much later).
+            vector_width *= 2
     size = int(np.prod(kernel.schedule["iter_shape"], dtype=np.int64))
     threads = dev.cores if size >= MIN_THREADED_ELEMENTS else 1
     kernel.schedule["threads"] = threads

@@ -2,7 +2,8 @@
 
 Reductions are grouped into levels (a level reads only results of earlier levels); each level is
 one inner loop nest over the reduced axes carrying every reduction's accumulators (vectors along
-the last axis, reduced horizontally at the end), whose results become per-row values. argmax and
+the last axis, reduced horizontally at the end; in a column reduction, which keeps the last axis,
+one lane per column and no horizontal step), whose results become per-row values. argmax and
 argmin carry (value, position) pairs with NumPy's tie and NaN rules. When the single full-shape
 output is computed from values the last level reduces (softmax: e / sum(e)), those values are
 stored in the output during the phase and reloaded in the final pass (`_choose_stash`).
@@ -105,20 +106,24 @@ class RowReductionMixin:
         horizontal reduction of vector accumulators; results become per-row values."""
         b = self.b
         S, A = self.S, self.A
-        vec = self.W if (A and A[-1] == len(S) - 1) else 0
+        vec = self.W if (A and A[-1] == len(S) - 1) else 0  # the reduction loop's step
+        # Column reductions keep one lane per column in each accumulator (no horizontal step).
+        lanes = self.W if self.col else vec
         if any(S[i] == 0 for i in A):  # an empty reduction is its identity (argmax rejects it)
             for r in reds:
                 t = r.outputs[0].type
-                self.row_vals[id(r.outputs[0])] = b.const(r.prim.kernel.identity(t.dtype), t.dtype)
+                self.row_vals[id(r.outputs[0])] = b.const(r.prim.kernel.identity(t.dtype),
+                                                          t.dtype, self.W if self.col else 0)
             return
         inits, counts = [], []
         for r in reds:
-            init = self._red_init(r, vec)
+            init = self._red_init(r, lanes)
             inits += init
             counts.append(len(init))
         accs = list(inits)
         saved_w, saved_iv = self.W, self.vec_iv
-        self.W = vec
+        if not self.col:
+            self.W = vec
         loop_results = []
         self.phase_count += 1
         for i in A:
@@ -145,6 +150,8 @@ class RowReductionMixin:
                                 f"vector<{x.width}x{mem_elem(t.dtype)}>")
                 else:
                     self.b.emit(f"memref.store {x.name}, {name}[{ix}] : {memref_type(t)}")
+            if lanes and not x.width:  # the same value for every column of the chunk
+                x = self.b.splat(x, lanes)
             new += self._red_combine(r, accs[pos:pos + n], x, ivs, vec)
             pos += n
         for depth in reversed(range(len(A))):
@@ -185,6 +192,8 @@ class RowReductionMixin:
             ramp = b.op(f"arith.constant dense<[{lanes}]> : vector<{vec}x{elem_type(_POS)}>",
                         _POS, vec)
             p = b.add(b.splat(p, vec), ramp)
+        elif acc_i.width:  # a column reduction: every lane (column) is at position iv
+            p = b.splat(p, acc_i.width)
         return [b.select(better, x, acc_v), b.select(better, p, acc_i)]
 
     def _red_finish(self, r, accs) -> Value:
@@ -193,7 +202,7 @@ class RowReductionMixin:
         out_t = r.outputs[0].type.dtype
         if r.prim.name in _ARG_REDUCTIONS:
             acc_v, acc_i = accs
-            if acc_v.width:
+            if acc_v.width and not self.col:
                 # The best value over lanes (NaN if any lane holds one), then the smallest
                 # position among lanes holding it: each lane kept its first occurrence.
                 wide = b._wide(acc_v)
@@ -206,7 +215,7 @@ class RowReductionMixin:
                 acc_i = self._horizontal(("minsi", "minsi"), b.select(hit, acc_i, far))
             return b.cast(acc_i, out_t)
         acc = accs[0]
-        if not acc.width:
+        if not acc.width or self.col:  # one column per lane: nothing to combine
             return acc
         low = acc.dtype in (dtypes.float16, dtypes.bfloat16)
         acc = self._horizontal(_HORIZONTAL[r.prim.name], b._wide(acc) if low else acc)

@@ -24,7 +24,7 @@ from nova.compiler.codegen.cpu.loops import emit_loop_kernel
 from nova.compiler.codegen.cpu.sequential import emit_sequential_kernel
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import FusedProgram, Kernel
-from nova.compiler.plan_memory import plan_memory
+from nova.compiler.plan_memory import live_bytes, plan_memory
 from nova.core.ir import Eqn, Program, Var
 from nova.core.primitive import lookup
 from nova.core.trace import _reference_eval
@@ -268,24 +268,8 @@ def _launcher():
 
 
 def _memory(program: Program, fused: FusedProgram) -> dict:
-    last = {}
-    for n, k in enumerate(fused.kernels):
-        for v in k.inputs:
-            last[id(v)] = n
-    outs = {id(v) for v in program.outputs}
-    live = sum(v.type.nbytes for v in program.inputs)
-    peak = live
-    temps = 0
-    for n, k in enumerate(fused.kernels):
-        for v in k.outputs:
-            live += v.type.nbytes
-            temps += v.type.nbytes
-        peak = max(peak, live)
-        for v in {id(v): v for v in k.inputs}.values():
-            if last.get(id(v)) == n and id(v) not in outs and v not in program.inputs:
-                live -= v.type.nbytes
+    peak, temps = live_bytes([(k.inputs, k.outputs) for k in fused.kernels], program.inputs,
+                             program.outputs)
     return {"argument_bytes": sum(v.type.nbytes for v in program.inputs),
             "output_bytes": sum(v.type.nbytes for v in program.outputs),
             "temp_bytes": temps, "peak_bytes": peak, "kernels": len(fused.kernels)}
-
-

@@ -62,6 +62,31 @@ def inplace_safe(gk, in_pos: int, out_pos: int) -> bool:
     return True
 
 
+def live_bytes(steps, inputs, outputs) -> tuple[int, int]:
+    """(peak live bytes, bytes of intermediates) when `steps` run in order without reuse.
+
+    steps: (input Vars, output Vars) pairs, one per equation or kernel. A value is live from the
+    step that writes it to its last reader; program inputs and outputs stay live throughout. The
+    same scan serves the interpreter (equations) and the compiled executable (kernels).
+    """
+    last = {}
+    for n, (ins, _) in enumerate(steps):
+        for v in ins:
+            last[id(v)] = n
+    kept = {id(v) for v in outputs} | {id(v) for v in inputs}
+    live = sum(v.type.nbytes for v in inputs)
+    peak, temps = live, 0
+    for n, (ins, outs) in enumerate(steps):
+        for v in outs:
+            live += v.type.nbytes
+            temps += v.type.nbytes
+        peak = max(peak, live)
+        for v in {id(v): v for v in ins}.values():
+            if last.get(id(v)) == n and id(v) not in kept:
+                live -= v.type.nbytes
+    return peak, temps
+
+
 def plan_memory(launches, n_inputs: int, output_slots, slot_types: dict, donated=()) -> MemoryPlan:
     """Assigns arena offsets (and in-place aliases) to the intermediate slots of `launches`.
 

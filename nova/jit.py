@@ -171,23 +171,10 @@ def _compile_for_backend(program: Program, donated=()):
 
 def _peak_bytes(program: Program) -> tuple[int, int]:
     """(peak live bytes over the equation order, bytes of intermediates), by a liveness scan."""
-    last_use = {}
-    for k, e in enumerate(program.eqns):
-        for v in e.inputs:
-            last_use[id(v)] = k
-    for v in program.outputs:
-        last_use[id(v)] = len(program.eqns)
-    live = sum(v.type.nbytes for v in program.inputs)
-    peak, temps = live, 0
-    for k, e in enumerate(program.eqns):
-        for v in e.outputs:
-            live += v.type.nbytes
-            temps += v.type.nbytes
-        peak = max(peak, live)
-        for v in {id(v): v for v in e.inputs}.values():
-            if last_use.get(id(v)) == k and v not in program.inputs:
-                live -= v.type.nbytes
-    return peak, temps
+    from nova.compiler.plan_memory import live_bytes
+
+    return live_bytes([(e.inputs, e.outputs) for e in program.eqns], program.inputs,
+                      program.outputs)
 
 
 class Compiled:

@@ -166,7 +166,7 @@ def _train(tmp_path, out, *extra):
 
 
 def test_tiny_training_loss_falls_on_english_text(tmp_path):
-    # The tiny configuration's model (2 layers, 4 heads, 128 channels) on ~1100 tokens of text.
+    # The tiny configuration's model (4 layers, 4 heads, 128 channels) on ~1100 tokens of text.
     s = _train(tmp_path, "run", "--steps", "40", "--eval-interval", "40", "--samples", "2",
                "--sample-tokens", "8", "--prompt", "Four score")
     losses = [loss for _, loss in s["losses"]]

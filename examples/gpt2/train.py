@@ -49,6 +49,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--steps", type=int, help="total optimizer steps (the schedule's length)")
     ap.add_argument("--stop-at", type=int, help="stop at this step with a checkpoint, as if "
                     "interrupted (continue with --resume)")
+    ap.add_argument("--n-layer", type=int)
+    ap.add_argument("--n-head", type=int)
+    ap.add_argument("--n-embd", type=int)
     ap.add_argument("--batch-size", type=int)
     ap.add_argument("--block-size", type=int)
     ap.add_argument("--lr", type=float, help="peak learning rate")
@@ -72,13 +75,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def run_config(args) -> configs.TrainConfig:
     cfg = configs.CONFIGS[args.config]
-    overrides = {f: getattr(args, f) for f in ("steps", "batch_size", "block_size", "lr",
+    overrides = {f: getattr(args, f) for f in ("n_layer", "n_head", "n_embd", "steps",
+                                               "batch_size", "block_size", "lr",
                                                "warmup", "eval_interval", "eval_batches",
                                                "ckpt_interval", "vocab")
                  if getattr(args, f) is not None}
     cfg = dataclasses.replace(cfg, **overrides)
-    for f in ("steps", "batch_size", "block_size", "eval_interval", "eval_batches",
-              "ckpt_interval"):
+    for f in ("n_layer", "n_head", "n_embd", "steps", "batch_size", "block_size",
+              "eval_interval", "eval_batches", "ckpt_interval"):
         if getattr(cfg, f) < 1:
             raise SystemExit(f"--{f.replace('_', '-')} must be >= 1, got {getattr(cfg, f)}")
     return cfg

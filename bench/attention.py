@@ -10,7 +10,9 @@ resident set size sampled every 0.5 ms during the timed steps, minus the residen
 before them (after compilation, so compilers' own memory is not counted; Nova's arena is touched
 by the first measured step, so it is). glibc is told to return large blocks to the system on free
 (MALLOC_MMAP_THRESHOLD_), so transient buffers show up in the peak for every framework. Nova's
-planned peak (`compiled.memory_analysis()`) is printed too. Times: median of --repeat steps.
+planned peak (`compiled.memory_analysis()`) is printed too. Times: median of --repeat steps, as
+wall-clock time and as CPU time of the process (all threads; less sensitive to other load on a
+shared machine than wall time).
 
 Run: python bench/attention.py [--t 256 512 1024] [--repeat 5]
 """
@@ -147,13 +149,15 @@ def worker(fw: str, b: int, h: int, t: int, d: int, repeat: int) -> dict:
         step, planned = _torch_step(fw, args)
     gc.collect()
     base = _rss()
-    times = []
+    times, cpu = [], []
     with _PeakRSS() as mem:
         for _ in range(repeat + 1):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             step()
             times.append(time.perf_counter() - t0)
-    return {"ms": float(np.median(times[1:])) * 1e3, "peak_mb": (mem.peak - base) / 2**20,
+            cpu.append(time.process_time() - c0)
+    return {"ms": float(np.median(times[1:])) * 1e3, "cpu_ms": float(np.median(cpu[1:])) * 1e3,
+            "peak_mb": (mem.peak - base) / 2**20,
             "planned_mb": None if planned is None else planned / 2**20}
 
 
@@ -183,18 +187,20 @@ def main():
         return
     print(f"causal attention fwd+bwd, B={a.b} H={a.h} D={a.d} float32, {os.cpu_count()} CPUs; "
           f"median of {a.repeat} steps; memory: peak RSS above the pre-step baseline")
-    print("| T | framework | ms | peer / Nova (time) | peak MB | Nova planned MB |")
-    print("|---|---|---|---|---|---|")
+    print("| T | framework | ms | peer / Nova (time) | CPU ms (all threads) | peer / Nova (CPU) "
+          "| peak MB | Nova planned MB |")
+    print("|---|---|---|---|---|---|---|---|")
     for t in a.t:
         rows = {fw: _run_worker(fw, a.b, a.h, t, a.d, a.repeat) for fw in a.frameworks}
-        nova_ms = rows.get("nova", {}) and rows["nova"]["ms"]
+        ref = rows.get("nova")
         for fw, r in rows.items():
             if r is None:
                 continue
-            ratio = f"{r['ms'] / nova_ms:.2f}" if nova_ms else "-"
+            ratio = f"{r['ms'] / ref['ms']:.2f}" if ref else "-"
+            cpu_ratio = f"{r['cpu_ms'] / ref['cpu_ms']:.2f}" if ref else "-"
             planned = f"{r['planned_mb']:.1f}" if r["planned_mb"] is not None else ""
-            print(f"| {t} | {fw} | {r['ms']:.1f} | {ratio} | {r['peak_mb']:.1f} | {planned} |",
-                  flush=True)
+            print(f"| {t} | {fw} | {r['ms']:.1f} | {ratio} | {r['cpu_ms']:.1f} | {cpu_ratio} | "
+                  f"{r['peak_mb']:.1f} | {planned} |", flush=True)
 
 
 if __name__ == "__main__":

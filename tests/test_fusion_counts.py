@@ -233,3 +233,27 @@ def test_column_reductions_vectorize_along_the_kept_axis(shape, axes):
         for fn in (jnp.argmax, jnp.argmin):
             (k,) = _compiled_kernels(lambda x, fn=fn: fn(x * 2.0, axis=0), x)
             assert k[2] == "(0,)"
+
+
+def test_embedding_and_layer_norm_share_one_kernel_and_per_row_values_are_recomputed():
+    """The embedding sum read by many backward kernels is written by the layer-norm row kernel
+    that reads it (no kernel of its own), and 1/sqrt(var + eps), a per-row value read by several
+    kernels, is recomputed in each of them instead of getting a (rows, 1) kernel."""
+    rng = np.random.default_rng(13)
+    table = rng.standard_normal((50, 32)).astype(np.float32)
+    pos = rng.standard_normal((16, 32)).astype(np.float32)
+    g, b = _rng_args((32,), (32,), seed=14)
+    w = _rng_args((32, 40), seed=15)[0] * 0.2
+    tokens = rng.integers(0, 50, (4, 16)).astype(np.int32)
+
+    def loss(table, pos, g, b, w, tokens):
+        x = table[tokens] + pos
+        return jnp.sum(jnp.tanh(layer_norm(x, g, b) @ w))
+
+    f = nova.grad(loss, argnums=(0, 1, 2, 3, 4))
+    kernels = _compiled_kernels(f, table, pos, g, b, w, tokens)
+    (first,) = [ops for _, ops, _ in kernels if "gather" in ops]
+    assert first.count("reduce_sum") == 2 and "sqrt" in first
+    program = run_passes(nova.make_program(f)(table, pos, g, b, w, tokens))
+    shapes = [k.schedule.get("iter_shape") for k in fuse(program).kernels]
+    assert (4, 16, 1) not in shapes and (4, 16) not in shapes

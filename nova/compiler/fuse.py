@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from nova.compiler.kernel import FusedProgram, Kernel
 from nova.core.ir import Eqn, Program
 from nova.core.primitive import FusionKind, IndexMap, Reduction
@@ -28,8 +30,10 @@ from nova.core.primitive import FusionKind, IndexMap, Reduction
 # as an immediate, more as a read-only global holding its data (loop kernels). Larger constants
 # stay `host:constant` buffers: their bytes would bloat the kernel text and its cache key.
 _INLINE_CONSTANT = 4096
-# An elementwise value read by more kernels than this is stored once instead of recomputed.
+# An elementwise value read by more kernels than this is stored once instead of recomputed,
+# unless it is at most 1/_PER_ROW_RATIO the size of every reader's iteration space (_per_row).
 _MAX_CLONES = 3
+_PER_ROW_RATIO = 8
 # Movement whose element comes from one of several sources (operands, padding value) or from a
 # position loaded from an index array: loop kernels evaluate them at an index like an IndexMap.
 _INLINE_TEMPLATES = ("concatenate", "pad", "gather")
@@ -75,6 +79,15 @@ def _is_cheap(e: Eqn, prod: dict) -> bool:
         src = prod.get(id(e.inputs[0]))
         return src is not None and _is_cheap(src, prod) and src.prim.name != "broadcast_in_dim"
     return False
+
+
+def _per_row(e: Eqn, users: list) -> bool:
+    """e's values are far fewer than the elements each consumer kernel iterates over (a per-row
+    value such as layer norm's 1/sqrt(var + eps)): recomputing it in every consumer costs less
+    than a kernel launch and a round trip through memory, however many consumers there are."""
+    size = sum(o.type.size for o in e.outputs)
+    return all(size * _PER_ROW_RATIO <= int(np.prod(g.iter_shape, dtype=np.int64))
+               for g in users)
 
 
 def _loop_class(e: Eqn) -> str | None:
@@ -199,19 +212,22 @@ def fuse(program: Program) -> FusedProgram:
         cheap = _is_cheap(e, prod)
         if users and not non_loop and not is_out and (
             cheap or (len(users) > 1 and cls == "movement")
-            or (len(users) > 1 and cls == "elementwise" and len(users) <= _MAX_CLONES)
+            or (len(users) > 1 and cls == "elementwise" and (
+                len(users) <= _MAX_CLONES or _per_row(e, users)))
         ):
             clones[i] = users
             for g in users:
                 cloned_by.setdefault(id(g), []).append(i)
             continue
         target = users[0] if len(users) == 1 and not non_loop else None
-        if cls == "reduction" and target is None and users:
-            shared = _shared_target(i, e, users, eqns, prod_index, group_of, clones,
-                                    consumers, members_of)
+        if cls in ("reduction", "elementwise") and target is None and users:
+            shared = _shared_target(i, e, cls, users, eqns, prod_index, group_of, clones,
+                                    consumers, members_of, prod)
             if shared is not None:
                 # Computed inside one consumer kernel and stored for the others (layer norm's
-                # mean and variance: the row kernel that needs them writes them per row).
+                # mean and variance: the row kernel that needs them writes them per row; an
+                # elementwise value read by too many kernels to recompute, written by the
+                # first row kernel that reads it).
                 shared.eqns.append(i)
                 group_of[i] = shared
                 continue
@@ -309,20 +325,51 @@ def _depends_on(g: _Group, others: list, start: int, eqns, prod_index, group_of,
     return False
 
 
-def _shared_target(i: int, e: Eqn, users: list, eqns, prod_index, group_of, clones, consumers,
-                   members_of):
-    """A loop group among the consumers of reduction `e` that can compute it and store it for
-    the others: it reduces the same axes (or iterates over e's input shape) and joining it makes
-    no cycle, i.e. it does not itself depend on another consumer group. Earliest group first."""
+def _epilogue_of_contraction(e: Eqn, prod: dict, consumers: dict, eqns: list,
+                             steps: int = 64) -> bool:
+    """e is the one value a matmul's result is computed into elementwise (through at most
+    `steps` equations): every reader of the matmul's result and of the values between is on the
+    way to e. Then e belongs in that matmul's epilogue (bias, activation, its derivative), not
+    in a row kernel that would make the matmul write its raw result first."""
+    cone, stack, dots = {id(e): e}, [e], []
+    while stack and len(cone) < steps:
+        q = stack.pop()
+        for v in q.inputs:
+            src = prod.get(id(v))
+            if src is None or id(src) in cone:
+                continue
+            if src.prim.fusion is FusionKind.CONTRACTION:
+                dots.append(src)
+            elif _loop_class(src) == "elementwise" or src.prim.name == "broadcast_in_dim":
+                cone[id(src)] = src
+                stack.append(src)
+    if not dots or stack:  # no matmul, or the walk stopped early
+        return False
+    for q in dots + [q for q in cone.values() if q is not e]:
+        for o in q.outputs:
+            if any(id(eqns[c]) not in cone for c in consumers.get(id(o), [])):
+                return False
+    return True
+
+
+def _shared_target(i: int, e: Eqn, cls: str, users: list, eqns, prod_index, group_of, clones,
+                   consumers, members_of, prod_of):
+    """A loop group among the consumers of `e` that can compute it and store it for the others,
+    or None. A reduction needs a group reducing the same axes (or iterating over its input
+    shape); an elementwise value only joins row kernels (groups with reductions), so that a pure
+    elementwise group stays free to become a matmul epilogue. Joining must make no cycle: the
+    group may not itself depend on another consumer group. Earliest group first."""
     loops = [g for g in users if g.kind == "loop"]
     loops.sort(key=lambda g: min(g.eqns))
     for g in loops:
         others = [u for u in users if u is not g]
-        if g.red_axes is None and g.iter_shape != e.inputs[0].type.shape:
+        if cls == "reduction" and g.red_axes is None and g.iter_shape != e.inputs[0].type.shape:
+            continue
+        if cls == "elementwise" and (g.red_axes is None or _epilogue_of_contraction(e, prod_of, consumers, eqns)):
             continue
         if _depends_on(g, others, i, eqns, prod_index, group_of, clones, members_of):
             continue
-        if _can_join(e, "reduction", g, True, consumers, eqns, clones):
+        if _can_join(e, cls, g, True, consumers, eqns, clones):
             return g
     return None
 

@@ -160,9 +160,13 @@ def _find_first_nan(program: Program, values: list):
 set_eager_executor(_eager)
 
 
+def _uses_cpu_compiler() -> bool:
+    return _backend_compile is Executable and config.read("backend") == "compiled"
+
+
 def _compile_for_backend(program: Program, donated=()):
     """The Executable for the configured backend ("compiled": MLIR-generated native kernels)."""
-    if _backend_compile is Executable and config.read("backend") == "compiled":
+    if _uses_cpu_compiler():
         from nova.compiler.backend_cpu import compile_program
 
         return compile_program(program, donated=donated)
@@ -180,9 +184,9 @@ def _peak_bytes(program: Program) -> tuple[int, int]:
 class Compiled:
     """A compiled program for one signature: call it, read its text, costs and memory."""
 
-    def __init__(self, program: Program, out_tree: PyTreeDef, sig: _Signature, fn,
+    def __init__(self, lowered: Lowered, out_tree: PyTreeDef, sig: _Signature, fn,
                  target: str | None = None):
-        self.program = program
+        self._lowered = lowered
         self.out_tree = out_tree
         self._sig = sig
         self._fn = fn
@@ -190,23 +194,43 @@ class Compiled:
         if target is not None and target.startswith("cuda"):
             from nova.compiler.backend_cuda import compile_program as compile_cuda
 
-            self._exe = compile_cuda(program, target=target, donated=donated)
+            self._exe = compile_cuda(lowered.program, target=target, donated=donated)
+        elif _uses_cpu_compiler():
+            # A process that compiled this traced program before loads the executable from the
+            # disk cache without running the compiler (nova/compiler/executable_cache.py).
+            from nova.compiler import executable_cache
+
+            key = executable_cache.program_key(lowered._traced.program, donated)
+            self._exe = executable_cache.load(key)
+            self.from_cache = self._exe is not None
+            if self._exe is None:
+                self._exe = _compile_for_backend(lowered.program, donated)
+                executable_cache.store(key, self._exe)
         else:
-            self._exe = _compile_for_backend(program, donated)
+            self._exe = _compile_for_backend(lowered.program, donated)
+
+    from_cache = False  # True when the executable came from the executable cache
+
+    @property
+    def program(self) -> Program:
+        """The optimized Program (the passes run on first access when the executable came from
+        the executable cache)."""
+        return self._lowered.program
 
     def as_text(self) -> str:
         text = getattr(self._exe, "as_text", None)
         return text() if callable(text) else self.program.as_text()
 
     def cost_analysis(self) -> dict:
-        """Total flops and bytes, and a per-equation list, from the primitives' cost rules."""
+        """Total flops and bytes, and a per-kernel (or, without a compiler, per-equation) list,
+        from the primitives' cost rules."""
+        custom = getattr(self._exe, "cost_analysis", None)
+        if callable(custom):
+            return custom()
         per = []
         for e in self.program.eqns:
             c = e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs], **e.params)
             per.append({"op": e.prim.name, "flops": c.flops, "bytes": c.bytes})
-        custom = getattr(self._exe, "cost_analysis", None)
-        if callable(custom):
-            return custom()
         return {
             "flops": sum(p["flops"] for p in per),
             "bytes accessed": sum(p["bytes"] for p in per),
@@ -246,18 +270,25 @@ class Lowered:
     """The Program after the compiler's passes, for one signature and target."""
 
     def __init__(self, traced: Traced, target: str | None):
-        from nova.compiler.pipeline import run_passes
-
         self._traced = traced
         self.target = target
-        self.program = run_passes(traced.program)
+        self._program: Program | None = None
+
+    @property
+    def program(self) -> Program:
+        """The Program after the pass pipeline (run on first access)."""
+        if self._program is None:
+            from nova.compiler.pipeline import run_passes
+
+            self._program = run_passes(self._traced.program)
+        return self._program
 
     def as_text(self) -> str:
         return self.program.as_text()
 
     def compile(self) -> Compiled:
         t = self._traced
-        return Compiled(self.program, t.out_tree, t._sig, t._fn, target=self.target)
+        return Compiled(self, t.out_tree, t._sig, t._fn, target=self.target)
 
 
 class Traced:
@@ -397,8 +428,10 @@ class JitFunction:
         compiled = self._trace_sig(sig, args, kwargs).lower().compile()
         if os.environ.get("NOVA_LOG_COMPILES") == "1":
             logging.getLogger("nova.compiler").warning(
-                "nova compile of jit(%s) triggered by: %s; %d equations; %.3f s",
-                getattr(self._f, "__name__", "f"), reason, len(compiled.program.eqns),
+                "nova compile of jit(%s) triggered by: %s; %d traced equations; %s; %.3f s",
+                getattr(self._f, "__name__", "f"), reason,
+                len(compiled._lowered._traced.program.eqns),
+                "executable from the disk cache" if compiled.from_cache else "compiled",
                 time.perf_counter() - t0)
         self._cache[key] = compiled
         self._info.size = len(self._cache)

@@ -87,11 +87,13 @@ def _empty(k: Kernel) -> bool:
 
 
 def _host_fn(k: Kernel):
+    """A Python function running kernel k's equations by their references (its `kernel`
+    attribute is k, which the executable cache stores)."""
     prog = k.program
-    if _empty(k):
-        return lambda arrays: [np.empty(v.type.shape, v.type.dtype) for v in prog.outputs]
 
     def run(arrays):
+        if _empty(k):
+            return [np.empty(v.type.shape, v.type.dtype) for v in prog.outputs]
         env = {id(v): a for v, a in zip(prog.inputs, arrays, strict=True)}
         for e in prog.eqns:
             outs = _reference_eval(e.prim, [env[id(v)] for v in e.inputs], e.params,
@@ -100,6 +102,7 @@ def _host_fn(k: Kernel):
                 env[id(o)] = a
         return [env[id(v)] for v in prog.outputs]
 
+    run.kernel = k
     return run
 
 

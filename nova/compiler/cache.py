@@ -22,6 +22,7 @@ import warnings
 CODEGEN_VERSION = "nova-cpu-1"
 
 _mem: dict[str, object] = {}
+_key_of: dict[int, str] = {}  # id(loaded function) -> its key (functions are never unloaded)
 _lock = threading.Lock()
 _warned_readonly = False
 stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0}
@@ -78,6 +79,14 @@ def memory_get(key: str):
 def memory_put(key: str, fn) -> None:
     with _lock:
         _mem[key] = fn
+        _key_of[id(fn)] = key
+
+
+def key_of(fn) -> str | None:
+    """The key under which the loaded kernel function `fn` was cached (None if unknown)."""
+    with _lock:
+        k = _key_of.get(id(fn))
+        return k if k is not None and _mem.get(k) is fn else None
 
 
 def disk_get(key: str) -> dict | None:
@@ -156,3 +165,4 @@ def disk_put(key: str, so_path: str, symbol: str, nargs: int) -> None:
 def clear_memory() -> None:
     with _lock:
         _mem.clear()
+        _key_of.clear()

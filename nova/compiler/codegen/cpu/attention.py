@@ -246,6 +246,45 @@ class _Gen:
         self.close()
         return [f"{res}#{c}" for c in range(nv)]
 
+    def dot_group(self, dst: str, src: str, src_t: str, n: str, i0: str, rows: str,
+                  width: int, t_buf: str, j0: str) -> None:
+        """dst[r, :] = src[n, i0 + r, :] · T[:, j0:j0 + BK] for r < rows (T: width x tkp, the
+        transposed K or V): a small GEMM, TILE_ROWS rows x 2 vectors of keys in registers over
+        the loop on the head dim."""
+        w = self.w
+        vt = self.vt(w)
+        g_t = self.memref(GROUP_ROWS, self.bk)
+        full = self.op(f"arith.muli {self.op(f'arith.divui {rows}, {self.idx(TILE_ROWS)} : index')}"
+                       f", {self.idx(TILE_ROWS)} : index")
+        for lo, hi, tr, tag in ((self.idx(0), full, TILE_ROWS, "ga"), (full, rows, 1, "gb")):
+            self.open(f"scf.for %{tag} = {lo} to {hi} step {self.idx(tr)}")
+            ts = [self.iadd(f"%{tag}", self.idx(x)) if x else f"%{tag}" for x in range(tr)]
+            srows = [self.iadd(i0, t) for t in ts]
+            for x in range(BK_VECTORS // 2):
+                offs = [self.idx((2 * x + c) * w) for c in range(2)]
+                cols = [self.iadd(j0, off) for off in offs]
+                n_acc = 2 * tr
+                res = self.b.fresh()
+                iters = ", ".join(f"%{tag}{a} = {self.fc(0.0, w)}" for a in range(n_acc))
+                self.open(f"{res}:{n_acc} = scf.for %{tag}d = {self.idx(0)} to "
+                          f"{self.idx(width)} step {self.idx(1)} iter_args({iters}) -> "
+                          f"({', '.join([vt] * n_acc)})")
+                tv = [self.op(f"vector.load {t_buf}[%{tag}d, {col}] : "
+                              f"{self.memref(width, self.tkp)}, {vt}") for col in cols]
+                outs = []
+                for r in range(tr):
+                    a = self.bcast(self.op(f"memref.load {src}[{n}, {srows[r]}, %{tag}d] : "
+                                           f"{src_t}"), w)
+                    for c in range(2):
+                        outs.append(self.fma(a, tv[c], f"%{tag}{2 * r + c}", w))
+                self.emit(f"scf.yield {', '.join(outs)} : {', '.join([vt] * n_acc)}")
+                self.close()
+                for r in range(tr):
+                    for c in range(2):
+                        self.emit(f"vector.store {res}#{2 * r + c}, {dst}[{ts[r]}, {offs[c]}] : "
+                                  f"{g_t}, {vt}")
+            self.close()
+
     def logits(self, s: list, i: str, j0: str, kend: str) -> tuple:
         """Scaled and masked scores; (scores, valid masks, keep masks or None)."""
         w = self.w
@@ -474,14 +513,18 @@ class _Gen:
             start = j0 if self.kind == "causal" else c0
             self.open(f"scf.for %i0 = {start} to {self.idx(tq)} step {self.idx(GROUP_ROWS)}")
             rows = self.imin(self.idx(GROUP_ROWS), self.isub(self.idx(tq), "%i0"))
+            self.dot_group(pb, q, qt, n, "%i0", rows, d, kt, j0)  # S, then P in place
+            self.dot_group(sb, do, ot, n, "%i0", rows, dv, vt, j0)  # dP, then dS in place
             self.open(f"scf.for %r = {c0} to {rows} step {c1}")
             i = self.iadd("%i0", "%r")
             lse_i = self.op(f"memref.load {lse}[{n}, {i}] : {rt}")
             live = self.op(f"arith.cmpf one, {lse_i}, {self.fc(-math.inf)} : {self.el}")
             self.open(f"scf.if {live}")
             kend = self.key_end(i)
-            s = self.dot_row("s", q, qt, n, i, d, kt, j0)
-            dp = self.dot_row("g", do, ot, n, i, dv, vt, j0)
+            s = [self.op(f"vector.load {pb}[%r, {self.idx(c * w)}] : {g_t}, {self.vt(w)}")
+                 for c in range(BK_VECTORS)]
+            dp = [self.op(f"vector.load {sb}[%r, {self.idx(c * w)}] : {g_t}, {self.vt(w)}")
+                  for c in range(BK_VECTORS)]
             s, valid, keep = self.logits(s, i, j0, kend)
             bl = self.bcast(lse_i, w)
             bdel = self.bcast(self.op(f"memref.load {delta}[{n}, {i}] : {rt}"), w)

@@ -10,6 +10,7 @@ import sys as _sys
 from nova import ops as _ops  # noqa: F401  (fills the primitive registry)
 from nova import numpy_api as numpy
 from nova import tree_util
+from nova.ops import lax
 from nova.config import config
 from nova.core.array import Array
 from nova.core.errors import (
@@ -27,6 +28,7 @@ from nova.grad import grad, jvp, value_and_grad, vjp
 from nova.jit import ShapeDtypeStruct, jit, make_program
 
 _sys.modules["nova.numpy"] = numpy
+_sys.modules["nova.lax"] = lax
 
 __version__ = "0.1.0"
 
@@ -34,7 +36,7 @@ __all__ = [
     "Array", "CompilerError", "ConcretizationTypeError", "DeletedArrayError", "NovaError",
     "OutOfMemoryError", "Program", "ShapeDtypeStruct", "ShapeError", "TensorType",
     "TracerBoolConversionError", "UnexpectedTracerError", "config", "grad", "jit", "jvp",
-    "make_program", "numpy", "parse_program", "tree_util", "value_and_grad", "vjp",
+    "lax", "make_program", "numpy", "parse_program", "tree_util", "value_and_grad", "vjp",
 ]
 
 

@@ -2,7 +2,8 @@
 
 Rules (each local, applied in one forward sweep):
 - an equation whose inputs are all constants is evaluated (when that does not grow the data);
-- identity reshape / broadcast_in_dim / transpose / convert_element_type / copy -> its input;
+- identity reshape / broadcast_in_dim / transpose / convert_element_type / copy /
+  stop_gradient (after reverse mode it is the identity) -> its input;
 - reshape of reshape -> one reshape; transpose of transpose -> one transpose (or none);
   broadcast_in_dim of broadcast_in_dim -> one broadcast.
 """
@@ -26,7 +27,7 @@ def canonicalize(program: Program) -> Program:
         rw.stage = e.stage
         ins = [rw.get(v) for v in e.inputs]
         name = e.prim.name
-        if name == "copy":
+        if name in ("copy", "stop_gradient"):
             rw.replace(e.outputs[0], ins[0])
             continue
         if name in ("reshape", "convert_element_type", "broadcast_in_dim", "transpose") and (

@@ -208,6 +208,10 @@ erf_p = _unary(
 )
 abs_p = _unary("abs", np.abs, lambda x, y: sign(x), lambda b, x: b.abs(x), float_only=False)
 sign_p = _nondiff("sign", np.sign, _same_shape_dtype("sign"), lambda b, x: b.sign(x), 1)
+# stop_gradient: the identity whose derivative is zero (jax.lax.stop_gradient). Reverse mode
+# passes no cotangent through it; after tracing it is an identity that canonicalize removes.
+stop_gradient_p = _nondiff("stop_gradient", lambda x: np.array(x, copy=True),
+                           _same_shape_dtype("stop_gradient"), lambda b, x: x, 1)
 floor_p = _nondiff("floor", np.floor, _float_only("floor", _same_shape_dtype("floor")),
                    lambda b, x: b.floor(x), 1)
 ceil_p = _nondiff("ceil", np.ceil, _float_only("ceil", _same_shape_dtype("ceil")),
@@ -465,6 +469,7 @@ erf = erf_p.bind
 abs = abs_p.bind  # noqa: A001 - lax's name
 sign = sign_p.bind
 floor = floor_p.bind
+stop_gradient = stop_gradient_p.bind
 ceil = ceil_p.bind
 round = round_p.bind  # noqa: A001
 isnan = isnan_p.bind

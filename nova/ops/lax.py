@@ -3,6 +3,7 @@
 from nova.ops.contraction import dot_general  # noqa: F401
 from nova.ops.elementwise import *  # noqa: F401,F403
 from nova.ops.elementwise import abs, max, min, pow, round  # noqa: F401,A004
+from nova.ops.elementwise import stop_gradient_p as _stop_gradient_p
 from nova.ops.indexing import clamp_indices, gather, in_bounds, scatter, scatter_add  # noqa: F401
 from nova.ops.random_bits import threefry2x32  # noqa: F401
 from nova.ops.reduction import (  # noqa: F401
@@ -25,3 +26,22 @@ from nova.ops.structural import (  # noqa: F401
     reshape,
     transpose,
 )
+
+
+def stop_gradient(x):
+    """The identity whose derivative is zero (jax.lax.stop_gradient), on any pytree of arrays.
+
+    Reverse mode passes no cotangent through it and forward mode no tangent, so
+    `nova.grad(lambda x: x * stop_gradient(x))(3.)` is 3. Integer and bool leaves are returned as
+    they are (they carry no derivative). Compiled code is the identity (no copy).
+    """
+    from nova.core.pytree import tree_map
+    from nova.numpy_impl.util import asarray as _asarray
+
+    def one(leaf):
+        a = _asarray(leaf)
+        if a.dtype.kind not in "fc" and a.dtype.name not in ("bfloat16", "float16"):
+            return a
+        return _stop_gradient_p.bind(a)
+
+    return tree_map(one, x)

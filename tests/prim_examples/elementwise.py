@@ -101,6 +101,7 @@ EXAMPLES = {
     ],
     "constant": [lambda rng: ([], {"value": rng.standard_normal((2, 3))})],
     "copy": [_u((3, 4))],
+    "stop_gradient": [_u((3, 4))],
     "iota": [lambda rng: ([], {"dtype": np.dtype(np.int32), "shape": (3, 4), "dimension": 1})],
     "broadcast_in_dim": [
         lambda rng: ([rng.standard_normal((3, 1))], {"shape": (2, 3, 4), "broadcast_dimensions": (1, 2)}),

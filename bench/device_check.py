@@ -6,8 +6,9 @@ Runs from the carried kernel cache (no MLIR there). Sections, each independent (
 never stops the next): device properties; every program of bench/gpu_cases.py CHECKS against
 Nova's NumPy reference interpreter (three calls each, the third a CUDA-graph replay); matmul
 TFLOP/s (TF32 and bf16) against torch/cuBLAS; fused memory-bound ops in GB/s of compulsory
-traffic against a measured device-to-device copy and torch eager. Prints a short table last and
-writes everything to $OUT/device_check.json when OUT is set.
+traffic against a measured device-to-device copy and torch eager; per-kernel times of an MLP
+training step. Prints a short table last and writes everything to $OUT/device_check.json when
+OUT is set.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def _device():
 
 def _run_check(case):
     import nova
-    from bench.gpu_cases import compile_case, random_args
+    from bench.gpu_cases import compile_case, precision, random_args
     from nova.core.interpreter import run_program
 
     compiled = compile_case(case, target())
@@ -115,7 +116,8 @@ def _run_check(case):
     want = run_program(nova.make_program(case.fn)(*case.specs), args)
     errs = []
     for call in range(3):  # the third call replays a CUDA graph
-        got = nova.tree_util.tree_leaves(compiled(*args))
+        with precision(case):
+            got = nova.tree_util.tree_leaves(compiled(*args))
         errs.append(max((rel_err(g, w) for g, w in zip(got, want, strict=True)), default=0.0))
     kernels = [l.entry for l in compiled._exe.launches if l.ptx is not None]
     return {"rel_err": errs, "kernels": kernels, "ok": max(errs) <= case.tol, "tol": case.tol}
@@ -143,14 +145,15 @@ def _kernels():
 def _matmul():
     import torch
 
-    from bench.gpu_cases import MATMULS, compile_case, random_args
+    from bench.gpu_cases import MATMULS, compile_case, precision, random_args
 
     out = {}
     for case in MATMULS:
         n = case.specs[0].shape[0]
         compiled = compile_case(case, target())
         a, b = random_args(case)
-        got = np.asarray(compiled(a, b), np.float32)  # also the first (checked) launch
+        with precision(case):
+            got = np.asarray(compiled(a, b), np.float32)  # also the first (checked) launch
         ta = torch.from_numpy(np.asarray(a, np.float32)).cuda()
         tb = torch.from_numpy(np.asarray(b, np.float32)).cuda()
         want = (ta.double() @ tb.double()).cpu().numpy()
@@ -195,7 +198,7 @@ def _torch_equivalent(name, targs):
 def _memory_bound():
     import torch
 
-    from bench.gpu_cases import MEMBOUND, compile_case, random_args
+    from bench.gpu_cases import MEMBOUND, compile_case, precision, random_args
     from nova import gpu
 
     out = {}
@@ -219,7 +222,8 @@ def _memory_bound():
         try:
             compiled = compile_case(case, target())
             args = random_args(case)
-            got = compiled(*args)
+            with precision(case):
+                got = compiled(*args)
             import nova
             from nova.core.interpreter import run_program
 
@@ -243,6 +247,49 @@ def _memory_bound():
                if "GBps" in r else r["error"][:70])
         ROWS.append(("memory_bound", case.name, fig, "ok" if r["ok"] else "FAIL"))
         print(f"[memory_bound] {case.name}: {r}", flush=True)
+    return out
+
+
+def profile_launches(exe, iters: int = 5) -> list:
+    """Mean ms of each GPU launch of an executable: the whole launch list in order (intermediates
+    may share or reuse buffers, so a launch is only valid after its predecessors), with an event
+    recorded between launches."""
+    from nova import gpu
+
+    fns = [(l, f) for l, f in zip(exe.launches, exe.functions, strict=True) if f is not None]
+    totals = [0.0] * len(fns)
+    for _ in range(iters + 1):  # the first pass warms up
+        events = [gpu.Event() for _ in range(len(fns) + 1)]
+        events[0].record(exe.stream)
+        for n, (launch, fn) in enumerate(fns):
+            ptrs = [exe.addr[s] for s in launch.inputs] + [exe.addr[s] for s in launch.outputs]
+            fn.launch(launch.config, ptrs, exe.stream)
+            events[n + 1].record(exe.stream)
+        if _:
+            for n in range(len(fns)):
+                totals[n] += gpu.Event.elapsed_ms(events[n], events[n + 1])
+    rows = [{"entry": launch.entry, "kind": launch.info.get("kind"),
+             "grid": list(launch.config.grid), "block": list(launch.config.block),
+             "ms": total / iters} for (launch, _), total in zip(fns, totals, strict=True)]
+    return sorted(rows, key=lambda r: -r["ms"])
+
+
+@section("profile")
+def _profile():
+    """Per-kernel times of the MLP training step (which kernels to work on next)."""
+    from bench.gpu_cases import CHECKS, compile_case, precision, random_args
+
+    out = {}
+    for case in [c for c in CHECKS if c.name.startswith("mlp_sgd_step")]:
+        compiled = compile_case(case, target())
+        with precision(case):
+            compiled(*random_args(case))
+        rows = profile_launches(compiled._exe)
+        total = sum(r["ms"] for r in rows)
+        out[case.name] = {"total_ms": total, "kernels": rows}
+        top = ", ".join(f"{r['kind']} {r['ms']:.3f}" for r in rows[:3])
+        ROWS.append(("profile", case.name, f"{total:.3f} ms in {len(rows)} kernels; top: {top}",
+                     "ok"))
     return out
 
 

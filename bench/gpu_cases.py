@@ -6,6 +6,7 @@ dtypes and matmul precisions, or the kernel cache misses.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,8 +76,10 @@ CHECKS = [
     Case("column_softmax", lambda x: F.softmax(x, axis=0), (S((100, 72), f32),), tol=1e-5),
     Case("matmul_bias_tanh", lambda x, w, b: jnp.tanh(x @ w + b),
          (S((100, 70), f32), S((70, 130), f32), S((130,), f32)), tol=1e-5),
+    # TF32 keeps 10 mantissa bits: ~3e-4 of the largest |x @ w|, which is ~30 here while tanh's
+    # output is at most 1, so the error relative to the output's maximum is ~1e-2.
     Case("matmul_bias_tanh_tf32", lambda x, w, b: jnp.tanh(x @ w + b),
-         (S((100, 70), f32), S((70, 130), f32), S((130,), f32)), "tf32", tol=2e-3),
+         (S((100, 70), f32), S((70, 130), f32), S((130,), f32)), "tf32", tol=2e-2),
     Case("matmul_nt_tf32", lambda x, w: jnp.matmul(x, w.T),
          (S((128, 64), f32), S((96, 64), f32)), "tf32", tol=2e-3),
     Case("batched_matmul", lambda x, w: x @ w, (S((3, 64, 32), f32), S((3, 32, 48), f32)),
@@ -122,14 +125,22 @@ def all_cases() -> list:
     return CHECKS + MATMULS + MEMBOUND
 
 
-def compile_case(case: Case, target: str):
-    """nova.jit(case.fn) lowered for `target` and compiled under the case's matmul precision."""
+@contextlib.contextmanager
+def precision(case: Case):
+    """The case's matmul precision for the duration (a compiled function's signature includes
+    it: compile and call under the same one)."""
     saved = nova.config.read("matmul_precision")
     nova.config.update("matmul_precision", case.precision)
     try:
-        return nova.jit(case.fn).lower(*case.specs, target=target).compile()
+        yield
     finally:
         nova.config.update("matmul_precision", saved)
+
+
+def compile_case(case: Case, target: str):
+    """nova.jit(case.fn) lowered for `target` and compiled under the case's matmul precision."""
+    with precision(case):
+        return nova.jit(case.fn).lower(*case.specs, target=target).compile()
 
 
 def random_args(case: Case, seed: int = 0) -> list:

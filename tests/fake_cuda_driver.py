@@ -3,7 +3,7 @@
 Device memory is host memory (one NumPy byte array per allocation, at fake 256-byte-aligned
 addresses); copies move bytes; a module is the PTX text, and a launch reads its kernelParams
 exactly as the driver would (an array of pointers to 64-bit device addresses) and runs the
-kernel's MLIR (registered by entry name) through codegen/cuda/simulate.py. Stream capture records
+kernel's MLIR (registered for its module's PTX) through codegen/cuda/simulate.py. Stream capture records
 launches into a graph that replays them. Calls return `(CUresult, values...)` tuples as
 cuda-python does. It checks nova.gpu's own logic, not its reading of the real API.
 """
@@ -42,7 +42,8 @@ def _names(prefix, names):
 
 
 class FakeDriver:
-    """Create with the total device memory (bytes); register kernel texts in `kernels`."""
+    """Create with the total device memory (bytes); `register(ptx, mlir)` says which MLIR
+    (a gpu.module text) runs when a module with that PTX is launched."""
 
     CUresult = CUresult
     CUdevice_attribute = _names("CU_DEVICE_ATTRIBUTE_", ATTRS)
@@ -55,7 +56,7 @@ class FakeDriver:
         self.total = total_memory
         self.mem: dict[int, np.ndarray] = {}
         self.next_addr = 1 << 20
-        self.kernels: dict[str, str] = {}  # entry -> gpu.module text
+        self.kernels: dict[str, str] = {}  # PTX text -> gpu.module text
         self.capturing: dict[int, list] = {}
         self.launches = 0
         self.calls: list[str] = []
@@ -192,11 +193,14 @@ class FakeDriver:
         return (OK,)
 
     # --- modules and launches -------------------------------------------------------------------
+    def register(self, ptx: str, mlir: str) -> None:
+        self.kernels[ptx] = mlir
+
     def cuModuleLoadData(self, image):
         text = bytes(image).rstrip(b"\0").decode()
-        if ".entry" not in text:
+        if ".entry" not in text or text not in self.kernels:
             return CUresult.CUDA_ERROR_INVALID_PTX, None
-        return OK, ("module", re.findall(r"\.entry\s+(\w+)", text))
+        return OK, ("module", re.findall(r"\.entry\s+(\w+)", text), self.kernels[text])
 
     def cuModuleUnload(self, module):
         return (OK,)
@@ -205,24 +209,24 @@ class FakeDriver:
         name = name.decode()
         if name not in module[1]:
             return CUresult.CUDA_ERROR_INVALID_VALUE, None
-        return OK, ("function", name)
+        return OK, ("function", name, module[2])
 
     def cuFuncGetAttribute(self, attr, fn):
         return OK, 0
 
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
-        text = self.kernels[fn[1]]
+        text = fn[2]
         signature = re.search(rf"gpu\.func @{fn[1]}\(([^)]*)\)", text).group(1)
         nargs = signature.count("memref<")
         slots = (ctypes.c_void_p * nargs).from_address(params)
         addrs = [ctypes.c_uint64.from_address(p).value for p in slots]
-        args = (fn[1], (gx, gy, gz), (bx, by, bz), addrs)
+        args = (fn[1], text, (gx, gy, gz), (bx, by, bz), addrs)
         if stream in self.capturing:
             self.capturing[stream].append(args)
             return (OK,)
         return (self._run(*args),)
 
-    def _run(self, entry, grid, block, addrs):
+    def _run(self, entry, text, grid, block, addrs):
         from nova.compiler.codegen.cuda.simulate import simulate
 
         self.launches += 1
@@ -231,7 +235,7 @@ class FakeDriver:
             buf = self.view(a)
             arrays.append(buf[: buf.nbytes // 8 * 8])
         try:
-            simulate(self.kernels[entry], entry, grid, block, arrays)
+            simulate(text, entry, grid, block, arrays)
         except IndexError:
             return CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
         return OK

@@ -46,8 +46,10 @@ def fake(monkeypatch, tmp_path):
     real = backend_cuda.compile_to_ptx
 
     def recording(modules, **kw):
-        fake.kernels.update(modules)  # the fake runs each entry's MLIR in the simulator
-        return real(modules, **kw)
+        ptx = real(modules, **kw)
+        for sym, text in modules.items():  # the fake runs a module's MLIR in the simulator
+            fake.register(ptx[sym], text)
+        return ptx
 
     monkeypatch.setattr(backend_cuda, "compile_to_ptx", recording)
     return fake
@@ -112,7 +114,8 @@ def test_properties_modules_and_launch_errors(fake):
     with pytest.raises(gpu.CudaInvalidPTXError,
                        match="cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX"):
         gpu.Module("not ptx")
-    fake.kernels["k"] = """  gpu.module @m {
+    ptx = ".version 8.0\n.entry k("
+    fake.register(ptx, """  gpu.module @m {
     gpu.func @k(%a: memref<64xf32>) kernel {
       %t = gpu.thread_id x
       %v = memref.load %a[%t] : memref<64xf32>
@@ -120,8 +123,8 @@ def test_properties_modules_and_launch_errors(fake):
       memref.store %w, %a[%t] : memref<64xf32>
       gpu.return
     }
-  }"""
-    fn = gpu.Module(".version 8.0\n.entry k(").function("k")
+  }""")
+    fn = gpu.Module(ptx).function("k")
     buf = gpu.DeviceBuffer(256)
     gpu.copy_host_to_device(buf.ptr, np.ones(64, f32), gpu.default_stream())
     fn.launch(gpu.LaunchConfig((1, 1, 1), (64, 1, 1)), [buf.ptr], gpu.default_stream())

@@ -202,6 +202,8 @@ def _memory_bound():
     from nova import gpu
 
     out = {}
+    if not MEMBOUND:
+        return out
     # Copy bandwidth: bytes read + written per device-to-device copy of one input's size.
     nbytes = MEMBOUND[0].specs[0].shape[0] * MEMBOUND[0].specs[0].shape[1] * 4
     src, dst = gpu.DeviceBuffer(nbytes), gpu.DeviceBuffer(nbytes)

@@ -1,0 +1,47 @@
+"""Dry run of bench/device_check.py without a GPU, before spending device time on it.
+
+    .venv/bin/python bench/device_check_dry_run.py
+
+The CUDA driver is replaced by tests/fake_cuda_driver.py, whose launches run the generated
+kernels in the SIMT simulator (nova/compiler/codegen/cuda/simulate.py), and every kernel is
+compiled fresh into a temporary cache (MLIR needed). The correctness checks and the profile run
+as on the GPU (slowly: several minutes); the timing sections' large programs are left out and
+their torch parts fail here (no CUDA torch). It catches bugs of the script and of the runtime's
+bookkeeping, not of the real driver or hardware; figures it prints are meaningless.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+
+
+def main() -> None:
+    os.environ["NOVA_CACHE_DIR"] = tempfile.mkdtemp(prefix="nova-dry-run-")
+    import bench.gpu_cases as cases
+    import nova.gpu.driver as drv
+    from nova.compiler import backend_cuda
+    from tests.fake_cuda_driver import FakeDriver
+
+    fake = FakeDriver(total_memory=8 << 30)
+    drv._driver = fake
+    compile_to_ptx = backend_cuda.compile_to_ptx
+
+    def recording(modules, **kw):
+        ptx = compile_to_ptx(modules, **kw)
+        for sym, text in modules.items():
+            fake.register(ptx[sym], text)
+        return ptx
+
+    backend_cuda.compile_to_ptx = recording
+    cases.MATMULS, cases.MEMBOUND = [], []  # too large for the simulator
+    runpy.run_path(os.path.join(ROOT, "bench", "device_check.py"), run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()

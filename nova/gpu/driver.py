@@ -100,7 +100,8 @@ def driver():
             from cuda.bindings import driver as d
         except ImportError as e:
             raise GPUUnavailableError(
-                f"nova.gpu needs cuda-python (pip install cuda-python): {e}") from None
+                f"nova.gpu needs cuda-python to use an NVIDIA GPU (pip install cuda-python): {e}"
+            ) from None
         _driver = d
     return _driver
 

@@ -58,7 +58,7 @@ def fuse_attention(program: Program) -> Program:
             taken.update(id(q) for q in m.bwd.eqns)
     if not matches:
         return program
-    return _rewrite(program, matches)
+    return _rewrite(program, matches, g.live_eqns)
 
 
 def _to_layout(rw: Rewriter, v: Var, have: tuple, want: tuple) -> Var:
@@ -106,7 +106,9 @@ def _emit_backward(rw: Rewriter, m: Match, source) -> None:
         rw.replace(var, _to_layout(rw, val, lab, labels))
 
 
-def _rewrite(program: Program, matches: list) -> Program:
+def _rewrite(program: Program, matches: list, live: set) -> Program:
+    """The program with each match replaced; dead equations are dropped (one may read a value
+    the replacement removed)."""
     rw = Rewriter(program)
     position = {id(e): i for i, e in enumerate(program.eqns)}
     skip: set[int] = set()
@@ -127,6 +129,6 @@ def _rewrite(program: Program, matches: list) -> Program:
         if id(e) in at_bwd:
             rw.stage = "bwd"
             _emit_backward(rw, at_bwd[id(e)], e.source)
-        if id(e) not in skip:
+        if id(e) not in skip and id(e) in live:
             rw.keep(e)
     return rw.finish()

@@ -53,8 +53,19 @@ class Graph:
     def __init__(self, program: Program):
         self.program = program
         self.prod = producers(program)
+        # Readers that reach a program output: a dead use of an intermediate (left for dce)
+        # must not look like a foreign reader. The P·V contraction itself may be dead (grad
+        # without the value): the match still starts there, since the backward needs O.
+        live = {id(v) for v in program.outputs}
+        self.live_eqns: set[int] = set()
+        for e in reversed(program.eqns):
+            if any(id(o) in live for o in e.outputs):
+                self.live_eqns.add(id(e))
+                live.update(id(v) for v in e.inputs)
         self.users: dict[int, list[Eqn]] = {}
         for e in program.eqns:
+            if id(e) not in self.live_eqns:
+                continue
             for v in e.inputs:
                 lst = self.users.setdefault(id(v), [])
                 if all(u is not e for u in lst):

@@ -37,8 +37,6 @@ from nova.core import dtypes
 
 # Keys per block: BK_VECTORS vectors of scores per row (registers: BK/W + Dv/W accumulators).
 BK_VECTORS = 8
-# The loops over a head dim computing scores (and dP) are unrolled this many times.
-UNROLL = 2
 # The backward updates dK/dV/dQ once per group of this many query rows and a key block (small
 # GEMMs with TILE_ROWS rows x 2 vectors of the result in registers) instead of once per row: per
 # row, dK and dV would cost a load and a store per multiply-add, and stores are the scarcest port.
@@ -215,37 +213,6 @@ class _Gen:
             self.close()
             self.close()
 
-    def dot_row(self, tag: str, src: str, src_t: str, n: str, i: str, width: int,
-                t_buf: str, j0: str) -> list:
-        """BK/W vectors: sum_c src[n, i, c] * T[c, j0 + lanes] (T: width x tkp, transposed).
-        The loop over c is unrolled UNROLL times (the remainder first, in its own loop)."""
-        acc = [self.fc(0.0, self.w)] * BK_VECTORS
-        u = UNROLL if width >= UNROLL else 1
-        rest = width % u
-        if rest:
-            acc = self._dot_loop(f"{tag}r", src, src_t, n, i, width, t_buf, j0, 0, rest, 1, acc)
-        return self._dot_loop(tag, src, src_t, n, i, width, t_buf, j0, rest, width, u, acc)
-
-    def _dot_loop(self, tag, src, src_t, n, i, width, t_buf, j0, lo, hi, u, init) -> list:
-        w, nv = self.w, BK_VECTORS
-        vt = self.vt(w)
-        res = self.b.fresh()
-        iters = ", ".join(f"%{tag}{c} = {x}" for c, x in enumerate(init))
-        self.open(f"{res}:{nv} = scf.for %{tag}d = {self.idx(lo)} to {self.idx(hi)} step "
-                  f"{self.idx(u)} iter_args({iters}) -> ({', '.join([vt] * nv)})")
-        outs = [f"%{tag}{c}" for c in range(nv)]
-        for step in range(u):
-            dd = self.iadd(f"%{tag}d", self.idx(step)) if step else f"%{tag}d"
-            bx = self.bcast(self.op(f"memref.load {src}[{n}, {i}, {dd}] : {src_t}"), w)
-            for c in range(nv):
-                col = self.iadd(j0, self.idx(c * w)) if c else j0
-                kv = self.op(f"vector.load {t_buf}[{dd}, {col}] : "
-                             f"{self.memref(width, self.tkp)}, {vt}")
-                outs[c] = self.fma(bx, kv, outs[c], w)
-        self.emit(f"scf.yield {', '.join(outs)} : {', '.join([vt] * nv)}")
-        self.close()
-        return [f"{res}#{c}" for c in range(nv)]
-
     def dot_group(self, dst: str, src: str, src_t: str, n: str, i0: str, rows: str,
                   width: int, t_buf: str, j0: str) -> None:
         """dst[r, :] = src[n, i0 + r, :] · T[:, j0:j0 + BK] for r < rows (T: width x tkp, the
@@ -353,81 +320,110 @@ class _Gen:
         sig = self.signature()
         q, k, v = self.ins[:3]
         o, lse = self.out
-        n_, tq, d, dv, w, we = self.n, self.tq, self.d, self.dv, self.w, self.we
+        n_, tq, d, dv, we = self.n, self.tq, self.d, self.dv, self.we
         c0, c1 = self.idx(0), self.idx(1)
-        qt, vt_m = self.memref(n_, tq, d), self.memref(n_, self.tk, dv)
-        ne = dv // we
+        qt, vt_m, ot = (self.memref(n_, tq, d), self.memref(n_, self.tk, dv),
+                        self.memref(n_, tq, dv))
+        g_t, row_t, og_t = (self.memref(GROUP_ROWS, self.bk), self.memref(GROUP_ROWS),
+                            self.memref(1, GROUP_ROWS, dv))
         vte = self.vt(we)
+        groups = -(-tq // GROUP_ROWS)
 
         def body(tid, nth):
             kt = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {self.memref(d, self.tkp)}")
-            pb = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {self.memref(self.bk)}")
+            sg = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {g_t}")
+            og = self.op(f"memref.alloc() {{alignment = 64 : i64}} : {og_t}")
+            ms = self.op(f"memref.alloc() : {row_t}")
+            ls = self.op(f"memref.alloc() : {row_t}")
             self.open(f"scf.for %it = {tid} to {self.idx(self.items)} step {nth}")
             n = self.op(f"arith.divui %it, {self.idx(self.splits)} : index")
             split = self.op(f"arith.remui %it, {self.idx(self.splits)} : index")
             self.transpose_into(kt, k, n, self.tk, d)
-            self.open(f"scf.for %i = {split} to {self.idx(tq)} step {self.idx(self.splits)}")
-            kend = self.key_end("%i")
-            nblk = self.op(f"arith.ceildivsi {kend}, {self.idx(self.bk)} : index")
-            res = self.b.fresh()
-            accs = [f"%acc{e} = {self.fc(0.0, we)}" for e in range(ne)]
-            types = ", ".join([self.el, self.el] + [vte] * ne)
-            self.open(f"{res}:{ne + 2} = scf.for %jb = {c0} to {nblk} step {c1} iter_args("
-                      f"%m = {self.fc(-math.inf)}, %l = {self.fc(0.0)}, {', '.join(accs)}) "
-                      f"-> ({types})")
+            self.open(f"scf.for %gi = {split} to {self.idx(groups)} step {self.idx(self.splits)}")
+            i0 = self.imul("%gi", self.idx(GROUP_ROWS))
+            rows = self.imin(self.idx(GROUP_ROWS), self.isub(self.idx(tq), i0))
+            self.open(f"scf.for %r = {c0} to {rows} step {c1}")
+            self.emit(f"memref.store {self.fc(-math.inf)}, {ms}[%r] : {row_t}")
+            self.emit(f"memref.store {self.fc(0.0)}, {ls}[%r] : {row_t}")
+            self.open(f"scf.for %zc = {c0} to {self.idx(dv)} step {self.idx(we)}")
+            self.emit(f"vector.store {self.fc(0.0, we)}, {og}[{c0}, %r, %zc] : {og_t}, {vte}")
+            self.close()
+            self.close()
+            kend_last = self.key_end(self.isub(self.iadd(i0, rows), c1))
+            nblk = self.op(f"arith.ceildivsi {kend_last}, {self.idx(self.bk)} : index")
+            self.open(f"scf.for %jb = {c0} to {nblk} step {c1}")
             j0 = self.imul("%jb", self.idx(self.bk))
-            s = self.dot_row("s", q, qt, n, "%i", d, kt, j0)
-            s, _, _ = self.logits(s, "%i", j0, kend)
-            m_new = self.arith("maximumf", "%m", self.reduce("maximumf", s, w))
-            dead = self.op(f"arith.cmpf oeq, {m_new}, {self.fc(-math.inf)} : {self.el}")
-            m_safe = self.op(f"arith.select {dead}, {self.fc(0.0)}, {m_new} : {self.el}")
-            corr = self.exp(self.arith("subf", "%m", m_safe), 0)
-            bm = self.bcast(m_safe, w)
-            ps = []
-            for c, x in enumerate(s):
-                p = self.exp(self.arith("subf", x, bm, w), w)
-                self.emit(f"vector.store {p}, {pb}[{self.idx(c * w)}] : "
-                          f"{self.memref(self.bk)}, {self.vt(w)}")
-                ps.append(p)
-            l_new = self.arith("addf", self.arith("mulf", "%l", corr), self.reduce("add", ps, w))
-            bc = self.bcast(corr, we)
-            scaled = [self.arith("mulf", f"%acc{e}", bc, we) for e in range(ne)]
-            cnt = self.imin(self.idx(self.bk), self.isub(kend, j0))
-            pv = self.b.fresh()
-            iters = ", ".join(f"%pa{e} = {x}" for e, x in enumerate(scaled))
-            self.open(f"{pv}:{ne} = scf.for %jj = {c0} to {cnt} step {c1} iter_args({iters}) "
-                      f"-> ({', '.join([vte] * ne)})")
-            pj = self.bcast(self.op(f"memref.load {pb}[%jj] : {self.memref(self.bk)}"), we)
-            row = self.iadd(j0, "%jj")
-            outs = []
-            for e in range(ne):
-                vv = self.op(f"vector.load {v}[{n}, {row}, {self.idx(e * we)}] : {vt_m}, {vte}")
-                outs.append(self.fma(pj, vv, f"%pa{e}", we))
-            self.emit(f"scf.yield {', '.join(outs)} : {', '.join([vte] * ne)}")
-            self.close()
-            self.emit(f"scf.yield {m_new}, {l_new}, "
-                      f"{', '.join(f'{pv}#{e}' for e in range(ne))} : {types}")
-            self.close()
-            m, l_ = f"{res}#0", f"{res}#1"
-            live = self.op(f"arith.cmpf ogt, {l_}, {self.fc(0.0)} : {self.el}")
-            inv = self.op(f"arith.select {live}, {self.arith('divf', self.fc(1.0), l_)}, "
-                          f"{self.fc(0.0)} : {self.el}")
-            binv = self.bcast(inv, we)
-            for e in range(ne):
-                y = self.arith("mulf", f"{res}#{e + 2}", binv, we)
-                self.emit(f"vector.store {y}, {o}[{n}, %i, {self.idx(e * we)}] : "
-                          f"{self.memref(n_, tq, dv)}, {vte}")
-            logl = self.op(f"math.log {self.op(f'arith.select {live}, {l_}, {self.fc(1.0)} : {self.el}')} : {self.el}")
-            val = self.op(f"arith.select {live}, {self.arith('addf', m, logl)}, "
-                          f"{self.fc(-math.inf)} : {self.el}")
-            self.emit(f"memref.store {val}, {lse}[{n}, %i] : {self.memref(n_, tq)}")
-            self.close()
-            self.close()
-            self.emit(f"memref.dealloc {kt} : {self.memref(d, self.tkp)}")
-            self.emit(f"memref.dealloc {pb} : {self.memref(self.bk)}")
+            self.dot_group(sg, q, qt, n, i0, rows, d, kt, j0)
+            self.online_softmax(sg, g_t, ms, ls, row_t, og, og_t, i0, rows, j0)
+            keys = self.imin(self.idx(self.bk), self.isub(kend_last, j0))
+            self.tile_update(og, og_t, c0, rows, v, vt_m, j0, keys, sg, n, dv, we, False, c0)
+            self.close()  # key blocks
+            self.finish_rows(o, ot, lse, ms, ls, row_t, og, og_t, n, i0, rows)
+            self.close()  # groups
+            self.close()  # items
+            for buf, t in ((kt, self.memref(d, self.tkp)), (sg, g_t), (og, og_t), (ms, row_t),
+                           (ls, row_t)):
+                self.emit(f"memref.dealloc {buf} : {t}")
 
         self.parallel(body)
         return self.finish(sig)
+
+    def online_softmax(self, sg, g_t, ms, ls, row_t, og, og_t, i0, rows, j0) -> None:
+        """For each row of the group: the block's scores become P = e^(s - m') in place,
+        m' = max(m, max s), l' = l e^(m - m') + sum P, and the row of O is scaled by e^(m - m').
+        A row with no visible key so far keeps m = -inf and uses 0 in its place (all e^ = 0)."""
+        w, we, el = self.w, self.we, self.el
+        c0, c1 = self.idx(0), self.idx(1)
+        self.open(f"scf.for %r = {c0} to {rows} step {c1}")
+        i = self.iadd(i0, "%r")
+        s = [self.op(f"vector.load {sg}[%r, {self.idx(c * w)}] : {g_t}, {self.vt(w)}")
+             for c in range(BK_VECTORS)]
+        s, _, _ = self.logits(s, i, j0, self.key_end(i))
+        m = self.op(f"memref.load {ms}[%r] : {row_t}")
+        m_new = self.arith("maximumf", m, self.reduce("maximumf", s, w))
+        dead = self.op(f"arith.cmpf oeq, {m_new}, {self.fc(-math.inf)} : {el}")
+        m_safe = self.op(f"arith.select {dead}, {self.fc(0.0)}, {m_new} : {el}")
+        corr = self.exp(self.arith("subf", m, m_safe), 0)
+        bm = self.bcast(m_safe, w)
+        ps = []
+        for c, x in enumerate(s):
+            p = self.exp(self.arith("subf", x, bm, w), w)
+            self.emit(f"vector.store {p}, {sg}[%r, {self.idx(c * w)}] : {g_t}, {self.vt(w)}")
+            ps.append(p)
+        l_old = self.op(f"memref.load {ls}[%r] : {row_t}")
+        l_new = self.arith("addf", self.arith("mulf", l_old, corr), self.reduce("add", ps, w))
+        self.emit(f"memref.store {l_new}, {ls}[%r] : {row_t}")
+        self.emit(f"memref.store {m_new}, {ms}[%r] : {row_t}")
+        bc = self.bcast(corr, we)
+        for x in range(self.dv // we):
+            at = f"{og}[{c0}, %r, {self.idx(x * we)}] : {og_t}, {self.vt(we)}"
+            self.emit(f"vector.store {self.arith('mulf', self.op(f'vector.load {at}'), bc, we)}, "
+                      f"{at}")
+        self.close()
+
+    def finish_rows(self, o, ot, lse, ms, ls, row_t, og, og_t, n, i0, rows) -> None:
+        """o = O / l and lse = m + log l per row of the group; 0 and -inf for a row that saw no
+        key (l = 0)."""
+        we, el = self.we, self.el
+        c0, c1 = self.idx(0), self.idx(1)
+        self.open(f"scf.for %r = {c0} to {rows} step {c1}")
+        i = self.iadd(i0, "%r")
+        m = self.op(f"memref.load {ms}[%r] : {row_t}")
+        l_ = self.op(f"memref.load {ls}[%r] : {row_t}")
+        live = self.op(f"arith.cmpf ogt, {l_}, {self.fc(0.0)} : {el}")
+        inv = self.op(f"arith.select {live}, {self.arith('divf', self.fc(1.0), l_)}, "
+                      f"{self.fc(0.0)} : {el}")
+        binv = self.bcast(inv, we)
+        for x in range(self.dv // we):
+            y = self.op(f"vector.load {og}[{c0}, %r, {self.idx(x * we)}] : {og_t}, {self.vt(we)}")
+            self.emit(f"vector.store {self.arith('mulf', y, binv, we)}, "
+                      f"{o}[{n}, {i}, {self.idx(x * we)}] : {ot}, {self.vt(we)}")
+        one_if_dead = self.op(f"arith.select {live}, {l_}, {self.fc(1.0)} : {el}")
+        logl = self.op(f"math.log {one_if_dead} : {el}")
+        val = self.op(f"arith.select {live}, {self.arith('addf', m, logl)}, "
+                      f"{self.fc(-math.inf)} : {el}")
+        self.emit(f"memref.store {val}, {lse}[{n}, {i}] : {self.memref(self.n, self.tq)}")
+        self.close()
 
     # --- backward -----------------------------------------------------------------------------
     def zero(self, buf: str, n: str, rows: int, cols: int) -> None:
@@ -441,12 +437,14 @@ class _Gen:
         self.close()
 
     def tile_update(self, dst, dst_t, dst_base, dst_count, src, src_t, src_base, src_count,
-                    coef, n, width, wv, coef_by_src: bool) -> None:
+                    coef, n, width, wv, coef_by_src: bool, dst_n: str | None = None) -> None:
         """dst[n, dst_base + t, :] += sum_s C[t, s] * src[n, src_base + s, :] for t < dst_count,
         s < src_count, with C[t, s] = coef[s, t] (coef_by_src) or coef[t, s]: a small GEMM,
         TILE_ROWS rows x (1 or 2) vectors of dst in registers over the loop on s.
         dK += dSᵀ Q and dV += Pᵀ dO (t: keys of the block, s: query rows of the group) and
-        dQ += dS K (t: query rows, s: keys)."""
+        dQ += dS K (t: query rows, s: keys); in the forward O += P V into a scratch O (its batch
+        index dst_n; default n, the batch element of src and dst)."""
+        dst_n = n if dst_n is None else dst_n
         ncol = width // wv
         cv = 2 if ncol % 2 == 0 else 1
         vtw = self.vt(wv)
@@ -459,7 +457,7 @@ class _Gen:
             drows = [self.iadd(dst_base, t) for t in ts]
             for x in range(ncol // cv):
                 cols = [self.idx((x * cv + c) * wv) for c in range(cv)]
-                init = [self.op(f"vector.load {dst}[{n}, {drows[r]}, {cols[c]}] : {dst_t}, "
+                init = [self.op(f"vector.load {dst}[{dst_n}, {drows[r]}, {cols[c]}] : {dst_t}, "
                                 f"{vtw}") for r in range(tr) for c in range(cv)]
                 res = self.b.fresh()
                 iters = ", ".join(f"%{tag}{q} = {x0}" for q, x0 in enumerate(init))
@@ -479,7 +477,7 @@ class _Gen:
                 self.close()
                 for r in range(tr):
                     for c in range(cv):
-                        self.emit(f"vector.store {res}#{r * cv + c}, {dst}[{n}, {drows[r]}, "
+                        self.emit(f"vector.store {res}#{r * cv + c}, {dst}[{dst_n}, {drows[r]}, "
                                   f"{cols[c]}] : {dst_t}, {vtw}")
             self.close()
 

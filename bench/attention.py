@@ -26,6 +26,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -163,6 +164,8 @@ def worker(fw: str, b: int, h: int, t: int, d: int, repeat: int) -> dict:
 
 def _run_worker(fw, b, h, t, d, repeat) -> dict | None:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
+    if fw == "nova-unfused":  # its own caches: a cache keyed by the traced program is blind
+        env["NOVA_CACHE_DIR"] = tempfile.mkdtemp(prefix="nova-bench-unfused-")  # to PASSES
     cmd = [sys.executable, __file__, "--worker", fw, "--b", str(b), "--h", str(h), "--d", str(d),
            "--t", str(t), "--repeat", str(repeat)]
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)

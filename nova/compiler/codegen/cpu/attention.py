@@ -1,24 +1,23 @@
 """Flash-attention CPU kernels: flash_attention_fwd and flash_attention_bwd as MLIR text.
 
 The algorithms are FlashAttention-2's (T. Dao, arXiv 2307.08691, Algorithms 1 and 2), arranged
-for a CPU core: the T x T score matrix never exists; only BK scores of one query row live at a
-time, in vector registers and a BK-element scratch row.
+for a CPU core: the T x T score matrix never exists; a group of G = GROUP_ROWS query rows works
+on one block of BK keys at a time, its G x BK scores in an L1-resident scratch tile.
 
-Forward, for one batch element n (q: N x Tq x D, k: N x Tk x D, v: N x Tk x Dv):
-    Kᵀ is transposed once into a per-thread scratch (D x Tk, zero-padded to a multiple of BK), so
-    the BK scores of a row are BK/W vector accumulators: s[j:j+W] += q[i, d] * Kᵀ[d, j:j+W].
-    Each query row streams K/V in blocks of BK keys with the online softmax: m' = max(m, max s),
-    l' = l e^(m-m') + sum e^(s-m'), acc' = acc e^(m-m') + sum_j e^(s_j-m') v_j (acc: Dv/WE
-    vectors in registers); finally o = acc / l and lse = m + log l. Causal rows stop at the
-    diagonal's block (the keys after it are never read). A row that sees no key (m = -inf) uses
-    0 in place of m in the exponents, so every e^ is 0, and ends with o = 0, lse = -inf.
-Backward, for one batch element: outer loop over key blocks, inner over the query rows that see
-    the block (causal: rows i >= j0). Per row the scores s and dP = dO·Vᵀ (Vᵀ transposed like
-    Kᵀ) are recomputed as vectors over the block's keys, P = e^(s - lse), dS = c P (dP - delta);
-    then each key j of the block gets dV[j] += P_ij dO_i and dK[j] += dS_ij q_i (rows of the
-    output, hot in L1 across the query loop) while dQ_i += dS_ij k_j accumulates in registers
-    and is added to dQ once per (row, block).
-Threads: the forward splits (batch element, interleaved query rows) over OpenMP threads; the
+Both directions first transpose Kᵀ (and, backward, Vᵀ) of the batch element into a per-thread
+scratch (D x Tk, zero-padded to a multiple of BK), so a tile of scores is a small GEMM with
+TILE_ROWS rows x 2 vectors of keys in registers: s[r, j:j+W] += q[i0+r, d] * Kᵀ[d, j:j+W].
+Forward, per group and key block (q: N x Tq x D, k: N x Tk x D, v: N x Tk x Dv):
+    scores -> per row the online softmax: m' = max(m, max s), l' = l e^(m-m') + sum e^(s-m'),
+    the row of O scaled by e^(m-m') and the scores replaced by P = e^(s-m'); then O += P V (a
+    small GEMM into the group's scratch O). Finally o = O / l, lse = m + log l. Causal groups stop
+    at the block of their last row's diagonal. A row that sees no key (m = -inf) uses 0 in place
+    of m in the exponents, so every e^ is 0, and ends with o = 0, lse = -inf.
+Backward, per key block and group of query rows that see it (causal: rows i >= j0): S and
+    dP = dO·Vᵀ tiles are recomputed, P = e^(s - lse), dS = c P (dP - delta) in place; then
+    dV += Pᵀ dO, dK += dSᵀ Q and dQ += dS K as small GEMMs (TILE_ROWS rows of the result x 2
+    vectors in registers over the group's rows or the block's keys).
+Threads: the forward splits (batch element, interleaved groups) over OpenMP threads; the
     backward splits batch elements only, since every query row adds into dK/dV of the same keys
     (B x H = 16 in the benchmark keeps both cores busy).
 """

@@ -6,7 +6,9 @@
 - broadcast-then-reduce: reduce_sum over exactly the dimensions a broadcast added -> x * n;
 - boolean identities x & false -> false, x & true -> x, x | true -> true, x | false -> x, and
   select of a constant predicate -> the chosen operand (exact), which removes the zero-safe VJP
-  masks of constant partials.
+  masks of constant partials;
+- transpose(dot_general(x, y)) that only swaps the free dimensions -> dot_general(y, x) (when the
+  transpose is the product's only reader).
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ _ZERO_PRESERVING = {"neg", "broadcast_in_dim", "reshape", "transpose", "reduce_s
 
 def simplify(program: Program) -> Program:
     rw = Rewriter(program)
+    uses: dict[int, int] = {}
+    for e in program.eqns:
+        for v in e.inputs:
+            uses[id(v)] = uses.get(id(v), 0) + 1
+    for v in program.outputs:
+        uses[id(v)] = uses.get(id(v), 0) + 1
     for e in program.eqns:
         rw.stage = e.stage
         ins = [rw.get(v) for v in e.inputs]
@@ -68,6 +76,15 @@ def simplify(program: Program) -> Program:
         if name == "select" and splats[1] == 0 and splats[2] == 0:
             rw.replace(out, _zeros(rw, out, e.source))
             continue
+        if name == "transpose" and uses.get(id(e.inputs[0])) == 1:
+            src = rw.producer.get(id(ins[0]))
+            if src is not None and src.prim.name == "dot_general":
+                swapped = _swapped_dimension_numbers(src, e.params["permutation"])
+                if swapped is not None:
+                    (res,) = rw.emit("dot_general", [src.inputs[1], src.inputs[0]],
+                                     {"dimension_numbers": swapped}, e.source)
+                    rw.replace(out, res)
+                    continue
         if name == "reduce_sum":
             src = rw.producer.get(id(ins[0]))
             if src is not None and src.prim.name == "broadcast_in_dim":
@@ -84,6 +101,22 @@ def simplify(program: Program) -> Program:
                     continue
         rw.keep(e)
     return rw.finish()
+
+
+def _swapped_dimension_numbers(dot, perm):
+    """dot_general(x, y) has dimensions (batch, x free, y free); if `perm` only swaps the two free
+    blocks, transpose(dot_general(x, y), perm) is dot_general(y, x) with these dimension numbers
+    (the same products and sums, written in the transposed layout: reverse mode's weight
+    gradients come out this way). Else None."""
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    x, y = dot.inputs
+    nb = len(lb)
+    nx = x.type.ndim - len(lc) - nb
+    ny = y.type.ndim - len(rc) - nb
+    want = list(range(nb)) + list(range(nb + nx, nb + nx + ny)) + list(range(nb, nb + nx))
+    if list(perm) != want or want == list(range(len(want))):
+        return None
+    return ((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb)))
 
 
 def _zeros(rw: Rewriter, like, source):

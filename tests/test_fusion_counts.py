@@ -257,3 +257,44 @@ def test_embedding_and_layer_norm_share_one_kernel_and_per_row_values_are_recomp
     program = run_passes(nova.make_program(f)(table, pos, g, b, w, tokens))
     shapes = [k.schedule.get("iter_shape") for k in fuse(program).kernels]
     assert (4, 16, 1) not in shapes and (4, 16) not in shapes
+
+
+def test_merging_attention_heads_stays_vectorized():
+    """(batch, heads, seq, d) -> (batch, seq, heads * d): along the merged axis the index is
+    split by div/rem by d; with d a multiple of the vector width a chunk of lanes stays inside one
+    head, so the loads are contiguous vectors (not scalar code)."""
+    from nova.compiler.codegen.cpu.matmul import host_device
+
+    lanes = host_device().vector_bits // 32
+    rng = np.random.default_rng(16)
+    # d = 1.5 lanes: the merged axis (2 heads) is still a whole number of chunks, but chunks
+    # straddle the heads, so that layout is read with scalar code.
+    for d, vectorized in ((4 * lanes, True), (lanes + lanes // 2, False)):
+        x = rng.standard_normal((3, 2, 5, d)).astype(np.float32)
+
+        def merge(x, d=d):
+            return jnp.transpose(x, (0, 2, 1, 3)).reshape(3, 5, 2 * d) * 2.0
+
+        _compiled_kernels(merge, x)
+        program = run_passes(nova.make_program(merge)(x))
+        (launch,) = compile_program(program).launches
+        assert (launch.kernel.schedule["vector_width"] > 1) is vectorized
+
+
+def test_weight_gradient_is_written_in_the_weights_layout():
+    """Reverse mode gives dW as transpose(dot_general(dy, x)); simplify swaps the operands so the
+    matmul writes dW in W's layout and the update reads it contiguously (no transpose left)."""
+    x, w = _rng_args((24, 40), (40, 56), seed=17)
+
+    def step(x, w):
+        g = nova.grad(lambda w: jnp.sum(jnp.tanh(x @ w)))(w)
+        return w - 0.1 * g
+
+    program = run_passes(nova.make_program(step)(x, w))
+    prod = {id(o): e for e in program.eqns for o in e.outputs}
+    for e in program.eqns:
+        if e.prim.name == "transpose":
+            assert prod[id(e.inputs[0])].prim.name != "dot_general"
+    kernels = _compiled_kernels(step, x, w)
+    assert [k for k, _, _ in kernels].count("contraction") == 2
+    assert all("transpose" not in ops for k, ops, _ in kernels if k == "loop")

@@ -48,6 +48,9 @@ class _KB(Builder):
         # Index values `iv + q` where q does not depend on the loop iv: consecutive iterations
         # (vector lanes) of iv read consecutive elements. name -> iv name.
         self.unit: dict[str, str] = {}
+        # () -> (vector iv name, lanes W, whether the iv steps by W from multiples of W), set by
+        # the emitter: lets div/rem by a multiple of W keep a vector chunk contiguous.
+        self.vec_info = None
 
     def op(self, text, dtype, width):
         """Every value depends on the loop ivs its operands depend on (an index reversed with
@@ -112,19 +115,40 @@ class _KB(Builder):
             return self.const(0, "index")
         return self._index_op("arith.muli", a, b, lambda x, y: x * y)
 
+    def _chunk_iv(self, x, n) -> str | None:
+        """The vector iv if x = iv + c where the iv steps by W from multiples of W and both c and
+        the divisor n are multiples of W: then the W lanes of a chunk never straddle a multiple
+        of n, so x // n is the same for every lane and x % n moves with the lanes."""
+        info = self.vec_info() if self.vec_info is not None else None
+        if not info or n is None or n <= 0:
+            return None
+        iv, width, aligned = info
+        if iv is None or not width or not aligned or n % width:
+            return None
+        root, c = (x.name, 0) if x.name == iv else self.affine.get(x.name, (None, 0))
+        return iv if root == iv and c % width == 0 else None
+
     def div(self, a, b):
         if a.dtype != "index":
             return super().div(a, b)
         if self._iconst(b) == 1:
             return a
-        return self._index_op("arith.divui", a, b, lambda x, y: x // y)
+        r = self._index_op("arith.divui", a, b, lambda x, y: x // y)
+        iv = self._chunk_iv(a, self._iconst(b))
+        if iv is not None:
+            self.deps[r.name] = self.deps.get(r.name, frozenset()) - {iv}
+        return r
 
     def rem(self, a, b):
         if a.dtype != "index":
             return super().rem(a, b)
         if self._iconst(b) == 1:
             return self.const(0, "index")
-        return self._index_op("arith.remui", a, b, lambda x, y: x % y)
+        r = self._index_op("arith.remui", a, b, lambda x, y: x % y)
+        iv = self._chunk_iv(a, self._iconst(b))
+        if iv is not None:
+            self.unit[r.name] = iv
+        return r
 
 
 def _reshape_map(b: _KB, idx, in_shape, out_shape):

@@ -32,8 +32,8 @@ from nova.compiler.kernel import Kernel
 from nova.core import dtypes
 from nova.core.primitive import Elementwise, IndexMap
 
-__all__ = ["LoopKernelEmitter", "MIN_THREADED_ELEMENTS", "emit_loop_kernel", "mem_elem", "memref_type",
-           "_KB", "_NoVector"]
+__all__ = ["LoopKernelEmitter", "MIN_THREADED_ELEMENTS", "emit_loop_kernel", "mem_elem",
+           "memref_type", "_KB", "_NoVector"]
 
 
 class LoopKernelEmitter(MovementMixin, RowReductionMixin):
@@ -60,6 +60,7 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         self._global_names: dict[int, str] = {}
         self.vec_iv: str | None = None
         self.col = False  # column reduction: vectors along the kept last axis (see emit)
+        self.b.vec_info = lambda: (self.vec_iv, self.W, self.vec_aligned)
         self.phase_count = 0
 
     # --- expression at an index -------------------------------------------------------------

@@ -252,7 +252,7 @@ def _memory_bound():
     return out
 
 
-def profile_launches(exe, iters: int = 5) -> list:
+def profile_launches(exe, iters: int = int(os.environ.get("NOVA_PROFILE_ITERS", "5"))) -> list:
     """Mean ms of each GPU launch of an executable: the whole launch list in order (intermediates
     may share or reuse buffers, so a launch is only valid after its predecessors), with an event
     recorded between launches."""

@@ -23,6 +23,7 @@ sys.path.insert(0, ROOT)
 
 def main() -> None:
     os.environ["NOVA_CACHE_DIR"] = tempfile.mkdtemp(prefix="nova-dry-run-")
+    os.environ["NOVA_PROFILE_ITERS"] = "1"  # each simulated pass takes a while
     import bench.gpu_cases as cases
     import nova.gpu.driver as drv
     from nova.compiler import backend_cuda

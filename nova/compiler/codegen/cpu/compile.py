@@ -148,8 +148,34 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
     os.replace(tmp_so, so_path)
 
 
+_omp_preloaded = False
+
+
+def _preload_openmp_runtime() -> None:
+    """Loads this environment's `openmp_runtime()` into the process (RTLD_GLOBAL), once.
+
+    A kernel library from the on-disk cache may have been linked by another environment (another
+    checkout's .venv sharing ~/.cache/nova): its rpath names that environment's libiomp5.so. Had it
+    been loaded first, the next kernel compiled here (ExecutionEngine dlopens this environment's
+    runtime by path) would bring a second OpenMP runtime into the process, and libiomp5 aborts the
+    process ("OMP: Error #15 ... already initialized"). With this environment's runtime loaded
+    first, every kernel's DT_NEEDED `libiomp5.so` resolves to it by soname, whatever its rpath
+    says (or whether that path still exists). Without intel-openmp it does nothing."""
+    global _omp_preloaded
+    if _omp_preloaded:
+        return
+    _omp_preloaded = True
+    try:
+        path = openmp_runtime()
+    except CompilerError:
+        return
+    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+
+
 def load_function(so_path: str, name: str, nargs: int):
-    """A ctypes function `void name(void*, ...)` from a compiled library."""
+    """A ctypes function `void name(void*, ...)` from a compiled library (this environment's
+    OpenMP runtime is loaded first, see `_preload_openmp_runtime`)."""
+    _preload_openmp_runtime()
     lib = ctypes.CDLL(so_path)
     fn = getattr(lib, name)
     fn.argtypes = [ctypes.c_void_p] * nargs

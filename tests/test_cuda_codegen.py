@@ -57,6 +57,10 @@ CASES = [
     ("column_softmax", lambda x: F.softmax(x, axis=0), [S((100, 72), f32)]),
     ("column_argmax", lambda x: jnp.argmax(x, axis=0), [S((64, 40), f32)]),
     ("middle_axis_max", lambda x: jnp.max(x, axis=1), [S((4, 50, 64), f32)]),
+    ("cumsum_rows_and_grad", nova.value_and_grad(lambda x: jnp.sum(jnp.cumsum(x, axis=1) ** 2)),
+     [S((16, 50), f32)]),
+    ("cumprod_columns", lambda x: jnp.cumprod(x, axis=0), [S((12, 70), f32)]),
+    ("cumsum_int", lambda x: jnp.cumsum(x, axis=-1), [S((5, 9), np.int32)]),
     ("embedding_grad", nova.grad(lambda w, ids: jnp.sum(jnp.take(w, ids, axis=0) ** 2)),
      [S((50, 16), f32), S((8, 12), np.int32)]),
     ("matmul_bias_tanh", lambda x, w, b: jnp.tanh(x @ w + b),
@@ -375,8 +379,8 @@ def test_corrupt_cache_entry_is_rebuilt():
 
 
 def test_unsupported_kernel_kind_is_named():
-    fused = _fused(lambda x: jnp.cumsum(x, axis=0), [S((16,), f32)])  # scans: no GPU kernel yet
-    with pytest.raises(NotImplementedError, match="kernel kind 'scan'"):
+    fused = _fused(lambda x: jnp.sort(x, axis=0), [S((16,), f32)])  # sorts: no GPU kernel yet
+    with pytest.raises(NotImplementedError, match="kernel kind 'sort'"):
         backend_cuda.compile_kernels(fused, "cuda:sm_90")
 
 

@@ -10,9 +10,9 @@ Kernels: loop kernels (elementwise, row reductions) and contractions (TF32 tenso
 matmul precision is "tf32", SIMT otherwise); an epilogue the GEMM cannot evaluate becomes its own
 loop kernel, and a dot_general that is no GEMM over its operands' memory runs as a loop kernel
 reducing the contracting axes (both generated GPU code, as on the CPU backend). Scatter-adds run
-as a fill and an atomic-add launch. Constants too large to inline are uploaded once. Scans, sorts,
-attention, other scatter modes and other host primitives have no GPU kernel yet: compiling them
-raises NotImplementedError naming the kernel kind.
+as a fill and an atomic-add launch; scans one thread per scanned line. Constants too large to
+inline are uploaded once. Sorts, attention, other scatter modes and other host primitives have no
+GPU kernel yet: compiling them raises NotImplementedError naming the kernel kind.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from nova.compiler.backend_cpu import (
 from nova.compiler.codegen.cuda.compile import compile_to_ptx, parse_target, wrap_module
 from nova.compiler.codegen.cuda.loops import emit_gpu_loop_kernel
 from nova.compiler.codegen.cuda.matmul import emit_gpu_contraction
+from nova.compiler.codegen.cuda.scan import emit_gpu_scan
 from nova.compiler.codegen.cuda.scatter import emit_gpu_scatter
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import Kernel
@@ -78,9 +79,11 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
             return [(gk, emit_gpu_loop_kernel(gk.name, gk))]
     if k.kind == "scatter":
         return emit_gpu_scatter(k)
+    if k.kind == "scan":
+        return [(k, emit_gpu_scan(k))]
     raise NotImplementedError(
         f"cuda backend: no GPU kernel for kernel kind {k.kind!r} (ops {k.op_names()}); "
-        "supported kinds: 'loop', 'contraction', 'scatter' (adding), and large constants")
+        "supported kinds: 'loop', 'contraction', 'scatter' (adding), 'scan', and large constants")
 
 
 def _check_limits(sym: str, em, arch: str) -> None:

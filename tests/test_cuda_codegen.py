@@ -391,6 +391,10 @@ def test_bad_target(target):
 
 
 def test_device_descriptions():
+    from nova.compiler.codegen.cuda.compile import _PTX_FEATURES
+
+    for arch in _PTX_FEATURES:  # every architecture codegen accepts has limits to check against
+        assert gpu.describe(arch).max_threads_per_block == 1024
     h = gpu.describe("sm_90")
     assert h.compute_capability == (9, 0) and h.arch == "sm_90"
     assert h.max_shared_memory_per_block_optin > h.max_shared_memory_per_block

@@ -55,7 +55,12 @@ ARCHS = {
                               65536, 255, 72 * 2**20, 32, 1.008e12, 24 * 2**30),
     "sm_90": DeviceProperties("H100/H200 (description)", (9, 0), 132, 1024, 48 * 1024,
                               227 * 1024, 65536, 255, 50 * 2**20, 32, 4.8e12, 141 * 2**30),
+    "sm_100": DeviceProperties("B200 (description)", (10, 0), 148, 1024, 48 * 1024,
+                               227 * 1024, 65536, 255, 126 * 2**20, 32, 8.0e12, 180 * 2**30),
+    "sm_120": DeviceProperties("GB20x (description)", (12, 0), 170, 1024, 48 * 1024,
+                               99 * 1024, 65536, 255, 96 * 2**20, 32, 1.79e12, 32 * 2**30),
 }
+ARCHS["sm_90a"] = ARCHS["sm_90"]  # Hopper with its architecture-specific instructions
 
 
 def describe(arch: str) -> DeviceProperties:

@@ -114,8 +114,12 @@ def get_device_properties(ordinal: int | None = None) -> DeviceProperties:
 
     raw = _drv.call("cuDeviceGetName", 256, dev)
     name = raw.split(b"\0", 1)[0].decode(errors="replace")
-    # Peak bandwidth = 2 (DDR) * memory clock (kHz) * bus width (bits) / 8.
-    bw = 2.0 * attr("MEMORY_CLOCK_RATE") * 1e3 * attr("GLOBAL_MEMORY_BUS_WIDTH") / 8
+    # Peak bandwidth = 2 (DDR) * memory clock (kHz) * bus width (bits) / 8; informational, and
+    # newer drivers deprecate the clock attributes, so 0 when they are refused.
+    try:
+        bw = 2.0 * attr("MEMORY_CLOCK_RATE") * 1e3 * attr("GLOBAL_MEMORY_BUS_WIDTH") / 8
+    except _drv.CudaError:
+        bw = 0.0
     props = DeviceProperties(
         name=name,
         compute_capability=(attr("COMPUTE_CAPABILITY_MAJOR"), attr("COMPUTE_CAPABILITY_MINOR")),

@@ -164,3 +164,22 @@ def test_training_step_matches_reference(fake):
         want = run_program(prog, args)
         for g_, w_ in zip(got, want, strict=True):
             np.testing.assert_allclose(np.asarray(g_), w_, rtol=1e-4, atol=1e-5)
+
+
+def test_graph_capture_failure_leaves_the_stream_usable(fake):
+    """An error while capturing ends the capture (no graph) and re-raises; events time work."""
+    stream = gpu.Stream()
+
+    def failing():
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        gpu.Graph.capture(stream, failing)
+    assert not fake.capturing  # capture ended
+    stream.synchronize()
+    start = stream.record()
+    end = stream.record()
+    assert gpu.Event.elapsed_ms(start, end) == 0.0
+    graph = gpu.Graph.capture(stream, lambda: None)  # an empty graph replays
+    graph.replay()
+    assert "cuGraphLaunch" in fake.calls

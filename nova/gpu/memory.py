@@ -80,6 +80,7 @@ class CachingAllocator:
         return ptr, size
 
     def release(self, ptr: int, size: int) -> None:
+        """Returns a block to the cache (not to the driver)."""
         with self.lock:
             self.free_blocks.setdefault(size, []).append(ptr)
             self.stats["num_frees"] += 1
@@ -135,6 +136,7 @@ class DeviceBuffer:
         self.ptr, self._block = self._alloc.allocate(self.nbytes)
 
     def free(self) -> None:
+        """Returns the memory to the caching allocator (idempotent)."""
         if self.ptr is not None:
             self._alloc.release(self.ptr, self._block)
             self.ptr = None

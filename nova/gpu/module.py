@@ -46,6 +46,7 @@ class Module:
         self._functions: dict[str, Function] = {}
 
     def function(self, name: str) -> Function:
+        """The kernel entry `name` (CudaInvalidValueError if the module has no such entry)."""
         fn = self._functions.get(name)
         if fn is None:
             fn = self._functions[name] = Function(self, name)

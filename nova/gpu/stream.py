@@ -19,14 +19,17 @@ class Stream:
         _drv.call("cuStreamSynchronize", self.handle)
 
     def wait_event(self, event: Event) -> None:
+        """Later work on this stream waits for `event` (recorded on any stream)."""
         _drv.call("cuStreamWaitEvent", self.handle, event.handle, 0)
 
     def record(self, event: Event | None = None) -> Event:
+        """Records `event` (a new one if None) at this point of the stream and returns it."""
         event = event or Event()
         event.record(self)
         return event
 
     def close(self) -> None:
+        """Destroys the stream (after its queued work completes, as cuStreamDestroy does)."""
         if getattr(self, "handle", None) is not None:
             try:
                 _drv.call("cuStreamDestroy", self.handle)
@@ -51,9 +54,11 @@ class Event:
         self.handle = _drv.call("cuEventCreate", int(flags))
 
     def record(self, stream: Stream | None = None) -> None:
+        """Records the event on `stream` (None: the legacy default stream)."""
         _drv.call("cuEventRecord", self.handle, stream.handle if stream is not None else 0)
 
     def synchronize(self) -> None:
+        """Waits until the work before the event's record has completed."""
         _drv.call("cuEventSynchronize", self.handle)
 
     @staticmethod

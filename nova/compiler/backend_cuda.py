@@ -10,9 +10,9 @@ Kernels: loop kernels (elementwise, row reductions) and contractions (TF32 tenso
 matmul precision is "tf32", SIMT otherwise); an epilogue the GEMM cannot evaluate becomes its own
 loop kernel, and a dot_general that is no GEMM over its operands' memory runs as a loop kernel
 reducing the contracting axes (both generated GPU code, as on the CPU backend). Scatter-adds run
-as a fill and an atomic-add launch; scans one thread per scanned line. Constants too large to
-inline are uploaded once. Sorts, attention, other scatter modes and other host primitives have no
-GPU kernel yet: compiling them raises NotImplementedError naming the kernel kind.
+as a fill and an atomic-add launch; scans one thread per scanned line; sorts by rank. Constants
+too large to inline are uploaded once. Attention, other scatter modes and other host primitives
+have no GPU kernel yet: compiling them raises NotImplementedError naming the kernel kind.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from nova.compiler.codegen.cuda.loops import emit_gpu_loop_kernel
 from nova.compiler.codegen.cuda.matmul import emit_gpu_contraction
 from nova.compiler.codegen.cuda.scan import emit_gpu_scan
 from nova.compiler.codegen.cuda.scatter import emit_gpu_scatter
+from nova.compiler.codegen.cuda.sort import emit_gpu_sort
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import Kernel
 from nova.compiler.plan_memory import plan_memory
@@ -81,9 +82,12 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
         return emit_gpu_scatter(k)
     if k.kind == "scan":
         return [(k, emit_gpu_scan(k))]
+    if k.kind == "sort":
+        return [(k, emit_gpu_sort(k))]
     raise NotImplementedError(
         f"cuda backend: no GPU kernel for kernel kind {k.kind!r} (ops {k.op_names()}); "
-        "supported kinds: 'loop', 'contraction', 'scatter' (adding), 'scan', and large constants")
+        "supported kinds: 'loop', 'contraction', 'scatter' (adding), 'scan', 'sort', and large "
+        "constants")
 
 
 def _check_limits(sym: str, em, arch: str) -> None:

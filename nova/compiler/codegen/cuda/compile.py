@@ -9,6 +9,7 @@ NVPTX back end (no GPU and no ptxas needed). Many kernels compile in one MLIR mo
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -67,7 +68,7 @@ def compile_to_ptx(modules: dict, *, dump_dir: str | None = None, what: str = "k
             + "\n}\n")
     work = dump_dir or tempfile.mkdtemp(prefix="nova-cuda-")
     os.makedirs(work, exist_ok=True)
-    src = os.path.join(work, f"cuda-{abs(hash(text)) % 10**12:012d}.mlir")
+    src = os.path.join(work, f"cuda-{hashlib.sha256(text.encode()).hexdigest()[:16]}.mlir")
     with open(src, "w") as f:
         f.write(text)
     stage = "parse"
@@ -100,9 +101,6 @@ def compile_to_ptx(modules: dict, *, dump_dir: str | None = None, what: str = "k
 
 def ptxas_available() -> bool:
     return shutil.which("ptxas") is not None
-
-
-_INFO = re.compile(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?", re.S)
 
 
 def ptxas_info(ptx: str, arch: str) -> dict:

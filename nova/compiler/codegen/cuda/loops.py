@@ -10,7 +10,8 @@ the access pattern, an elementwise op applies its primitive's scalar body), mapp
   contiguous along the last axis makes the kernel scalar (one element per thread).
 - Column reductions (the last axis kept): see columns.py.
 - Row reductions: one block per row (the kept axes); each thread reduces a strided share of the
-  row (W-wide vector chunks when the last axis is reduced and contiguous), then the block combines
+  row (W-wide vector chunks when the last axis is reduced and contiguous; a row of at most 4
+  chunks per thread stays in registers across phases, read once), then the block combines
   the partial results with warp shuffles (`gpu.shuffle xor`, 16..1) and one shared-memory slot per
   warp, so every thread holds the row's result for the next phase. Full-shape outputs are written
   by all threads in the same strided order; per-row outputs by thread 0. argmax/argmin combine

@@ -215,3 +215,56 @@ def test_resumed_training_matches_uninterrupted(tmp_path):
     assert generate._logits_at_jit.cache_info().misses - misses <= 1
     with pytest.raises(SystemExit, match="cannot be encoded"):
         sample.main(["--ckpt", ckpt, "--prompt", "Zebra quartz"])
+
+
+def test_prompt_escapes_keep_non_ascii_text():
+    # sample.py used bytes.decode("unicode_escape"): "Café" became "CafÃ©" and "\x" crashed.
+    assert generate.unescape_prompt("Café ROMEO’s\\n") == "Café ROMEO’s\n"
+    assert generate.unescape_prompt("a\\tb\\\\n \\x \\q") == "a\tb\\n \\x \\q"
+    assert generate.unescape_prompt("line\n") == "line\n"
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--stop-at", "0"], "--stop-at must be > 0"),
+    (["--stop-at", "-2"], "--stop-at must be > 0"),
+    (["--peak-tflops", "0"], "--peak-tflops must be > 0"),
+    (["--temperature", "-1"], "--temperature must be >= 0"),
+    (["--top-k", "-3"], "--top-k must be >= 0"),
+    (["--samples", "-1"], "--samples must be >= 0"),
+    (["--prompt", "Zebra quartz"], "--prompt 'Zebra quartz' cannot be encoded"),
+    (["--prompt", ""], "the prompt is empty"),
+    (["--block-size", "512"], "the validation split has 128 tokens .*fewer than "
+                              "--block-size 512 \\+ 1"),
+])
+def test_train_rejects_bad_arguments_before_training(tmp_path, extra, message):
+    # Each was accepted and failed (or was silently ignored) only after the whole run had
+    # trained: --stop-at 0 trained to the end, --peak-tflops 0 used the CPU peak, a prompt
+    # outside the corpus vocabulary raised KeyError at the final samples.
+    with pytest.raises(SystemExit, match=message):
+        _train(tmp_path, "bad", "--steps", "2", *extra)
+    assert not (tmp_path / "bad" / train.CHECKPOINT).exists()
+
+
+def test_train_names_a_data_file_too_short_for_the_block(tmp_path):
+    short = tmp_path / "short.txt"
+    short.write_text("To be, or not to be.\nThat is the question.\n" * 3)
+    with pytest.raises(SystemExit, match=r"short.txt: the training split has \d+ tokens"):
+        train.train(["--data", str(short), "--cache-dir", str(tmp_path / "cache"), "--out",
+                     str(tmp_path / "o"), "--block-size", "64", "--quiet"])
+
+
+def test_sample_rejects_unreadable_checkpoints(tmp_path):
+    import nova.nn as nn
+    import nova.random as nr
+
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{")
+    with pytest.raises(SystemExit, match="cannot load .*cut.safetensors.*truncated or corrupt"):
+        sample.main(["--ckpt", str(cut)])
+    plain = tmp_path / "plain.safetensors"
+    cfg = nn.GPT2Config(vocab_size=64, block_size=8, n_layer=1, n_head=1, n_embd=8)
+    nn.save_checkpoint(plain, nn.GPT2.init(cfg, nr.key(0)), config=cfg)
+    with pytest.raises(SystemExit, match="no train.py configuration"):
+        sample.main(["--ckpt", str(plain)])
+    with pytest.raises(SystemExit, match="--temperature must be >= 0"):
+        sample.main(["--ckpt", str(plain), "--temperature", "-0.5"])

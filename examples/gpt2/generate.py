@@ -8,6 +8,8 @@ block_size tokens. Each new token reuses the same compiled program; no recompila
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 import nova
@@ -76,6 +78,29 @@ def generate(model, context: np.ndarray, max_new_tokens: int, rng: np.random.Gen
     return out
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\"}
+
+
+def unescape_prompt(prompt: str) -> str:
+    """A command-line prompt with the escapes \\n (newline), \\t (tab) and \\\\ (backslash)
+    replaced, so that `--prompt "ROMEO.\\n"` can end in a newline; any other character,
+    non-ASCII ones and other backslashes included, is kept as it is."""
+    return re.sub(r"\\([nt\\])", lambda m: _ESCAPES[m.group(1)], prompt)
+
+
+def check_prompt(tokenizer, vocab, prompt: str) -> np.ndarray:
+    """The prompt's token ids in the model's numbering (int64 (t,)).
+
+    Raises ValueError for an empty prompt; KeyError naming the tokens outside `vocab` (a
+    tokenizer.SubsetVocab) when the model was trained on a corpus subset.
+    """
+    ids = tokenizer.encode(prompt)
+    if not ids:
+        raise ValueError("the prompt is empty: give at least one character")
+    ids = np.asarray(ids, np.int64)
+    return vocab.to_model(ids).astype(np.int64) if vocab is not None else ids
+
+
 def generate_text(model, tokenizer, vocab, prompt: str, num_samples: int, max_new_tokens: int,
                   rng: np.random.Generator, temperature: float = 1.0,
                   top_k: int | None = None, vocab_size: int | None = None) -> list[str]:
@@ -85,11 +110,7 @@ def generate_text(model, tokenizer, vocab, prompt: str, num_samples: int, max_ne
 
     Raises ValueError for an empty prompt; KeyError for prompt tokens outside the model's vocab.
     """
-    ids = tokenizer.encode(prompt)
-    if not ids:
-        raise ValueError("the prompt is empty: give at least one character")
-    ids = np.asarray(ids, np.int64)
-    ids = vocab.to_model(ids) if vocab is not None else ids
+    ids = check_prompt(tokenizer, vocab, prompt)
     context = np.tile(ids[None, :], (num_samples, 1))
     out = generate(model, context, max_new_tokens, rng, temperature, top_k, vocab_size)
     if vocab is not None:

@@ -63,7 +63,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--samples", type=int, default=3, help="texts generated at the end")
     ap.add_argument("--sample-tokens", type=int, default=100)
-    ap.add_argument("--prompt", default="\n")
+    ap.add_argument("--prompt", default="\n", help="start of the final samples (\\n, \\t, \\\\ "
+                    "are escapes)")
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--top-k", type=int, default=200)
     ap.add_argument("--peak-tflops", type=float, help="device peak for the MFU estimate "
@@ -85,7 +86,37 @@ def run_config(args) -> configs.TrainConfig:
               "eval_interval", "eval_batches", "ckpt_interval"):
         if getattr(cfg, f) < 1:
             raise SystemExit(f"--{f.replace('_', '-')} must be >= 1, got {getattr(cfg, f)}")
+    # Checked before any work, not after a whole run has trained.
+    for f in ("stop_at", "peak_tflops"):
+        v = getattr(args, f)
+        if v is not None and not v > 0:
+            raise SystemExit(f"--{f.replace('_', '-')} must be > 0, got {v}")
+    if args.samples < 0 or args.sample_tokens < 1:
+        raise SystemExit(f"--samples must be >= 0 and --sample-tokens >= 1, got {args.samples} "
+                         f"and {args.sample_tokens}")
+    if not args.temperature >= 0:
+        raise SystemExit(f"--temperature must be >= 0 (0 = greedy), got {args.temperature}")
+    if args.top_k < 0:
+        raise SystemExit(f"--top-k must be >= 0 (0 = no top-k filter), got {args.top_k}")
     return cfg
+
+
+def check_data(args, cfg, tokenizer, vocab, train_ids, val_ids) -> None:
+    """Before training: both splits hold a window of block_size + 1 tokens, and the final
+    samples' prompt can be encoded for this model. Raises SystemExit saying what to change."""
+    name = args.data or "the Shakespeare corpus"
+    for split, ids in (("training", train_ids), ("validation", val_ids)):
+        if ids.size < cfg.block_size + 1:
+            raise SystemExit(
+                f"{name}: the {split} split has {ids.size} tokens ({tokenizer.name}), fewer than "
+                f"--block-size {cfg.block_size} + 1; give a longer text or a smaller --block-size"
+            )
+    if args.samples > 0:
+        try:
+            generate.check_prompt(tokenizer, vocab, generate.unescape_prompt(args.prompt))
+        except (KeyError, ValueError) as e:
+            raise SystemExit(f"--prompt {args.prompt!r} cannot be encoded for this model: "
+                             f"{e.args[0]}") from None
 
 
 def make_optimizer(cfg: configs.TrainConfig) -> optim.GradientTransformation:
@@ -186,6 +217,7 @@ def setup(args) -> Run:
     out = Path(args.out or f"out/gpt2-{args.config}")
     out.mkdir(parents=True, exist_ok=True)
     tokenizer, vocab, train_ids, val_ids = load_data(args, cfg)
+    check_data(args, cfg, tokenizer, vocab, train_ids, val_ids)
     vocab_size = vocab.size if vocab is not None else tokenizer.vocab_size
     # The head's width rounded up to a multiple of 64 (as nanoGPT's 50304): the matrix multiply
     # kernels run much faster on aligned widths. The extra ids never occur in the data (their
@@ -299,7 +331,8 @@ def train(argv=None) -> dict:
             print(f"loss curve: {run.out / 'loss.png'}")
         if args.samples > 0:
             summary["samples"] = generate.generate_text(
-                run.model, run.tokenizer, run.vocab, args.prompt, args.samples,
+                run.model, run.tokenizer, run.vocab, generate.unescape_prompt(args.prompt),
+                args.samples,
                 args.sample_tokens, np.random.default_rng(args.seed), args.temperature,
                 args.top_k or None, vocab_size=vocab_size)
             for i, text in enumerate(summary["samples"]):

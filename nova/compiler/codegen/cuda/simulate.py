@@ -10,6 +10,8 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
 - workgroup memory has one copy per block; `gpu.barrier` is a no-op (lockstep already orders every
   store before every later load, so a missing barrier cannot be detected);
 - `gpu.shuffle xor` exchanges lanes within each warp of 32;
+- atomics: `memref.atomic_rmw` adds every thread's value; `memref.generic_atomic_rmw` runs its
+  region for one thread after another;
 - `nvgpu.mma.sync` m16n8k8 assembles each warp's fragments with the PTX ISA layout (see
   codegen/cuda/matmul.py) and multiplies in float32.
 
@@ -132,7 +134,7 @@ class _Sim:
     def run_block(self, block, mask):
         for op in block.operations:
             name = op.operation.name
-            if name in ("scf.yield", "gpu.return"):
+            if name in ("scf.yield", "gpu.return", "memref.atomic_yield"):
                 return [self.env[v] for v in op.operands]
             self.run_op(op, name, mask)
         return []
@@ -172,6 +174,8 @@ class _Sim:
                 raise NotImplementedError(f"simulate: atomic_rmw kind {kind}")
             np.add.at(flat_arr, flat[mask], env[val][mask])  # every thread's add lands
             out = old
+        elif name == "memref.generic_atomic_rmw":
+            out = self.run_cas(op, mask)
         elif name == "memref.get_global":
             out = self.globals[ir.FlatSymbolRefAttr(op.attributes["name"]).value]
         elif name == "scf.if":
@@ -181,6 +185,22 @@ class _Sim:
         else:
             out = self.compute(op, name, ins, res_t)
         env[op.results[0]] = out
+
+    def run_cas(self, op, mask):
+        """generic_atomic_rmw: the active threads' updates applied one after another (in thread
+        order), each region run for one thread on the element's current value."""
+        mem, *idx = op.operands
+        flat_arr, flat = self._address(mem, [self.env[i] for i in idx], mask)
+        block = op.regions[0].blocks[0]
+        old = flat_arr[flat].copy()
+        for t in np.flatnonzero(mask):
+            self.env[block.arguments[0]] = np.full(self.T, flat_arr[flat[t]])
+            only = np.zeros(self.T, bool)
+            only[t] = True
+            (new,) = self.run_block(block, only)
+            old[t] = flat_arr[flat[t]]
+            flat_arr[flat[t]] = new[t]
+        return old
 
     def run_if(self, op, cond, mask):
         then = self.run_block(op.regions[0].blocks[0], mask & cond)

@@ -9,10 +9,10 @@ the same keys and loads the PTX without importing MLIR (MLIR is imported only on
 Kernels: loop kernels (elementwise, row reductions) and contractions (TF32 tensor cores when the
 matmul precision is "tf32", SIMT otherwise); an epilogue the GEMM cannot evaluate becomes its own
 loop kernel, and a dot_general that is no GEMM over its operands' memory runs as a loop kernel
-reducing the contracting axes (both generated GPU code, as on the CPU backend). Scatter-adds run
-as a fill and an atomic-add launch; scans one thread per scanned line; sorts by rank. Constants
-too large to inline are uploaded once. Attention, other scatter modes and other host primitives
-have no GPU kernel yet: compiling them raises NotImplementedError naming the kernel kind.
+reducing the contracting axes (both generated GPU code, as on the CPU backend). Scatters run as a
+fill and an update launch (atomics); scans one thread per scanned line; sorts by rank. Constants
+too large to inline are uploaded once. Attention and other host primitives have no GPU kernel
+yet: compiling them raises NotImplementedError naming the kernel kind.
 """
 
 from __future__ import annotations
@@ -86,8 +86,7 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
         return [(k, emit_gpu_sort(k))]
     raise NotImplementedError(
         f"cuda backend: no GPU kernel for kernel kind {k.kind!r} (ops {k.op_names()}); "
-        "supported kinds: 'loop', 'contraction', 'scatter' (adding), 'scan', 'sort', and large "
-        "constants")
+        "supported kinds: 'loop', 'contraction', 'scatter', 'scan', 'sort', and large constants")
 
 
 def _check_limits(sym: str, em, arch: str) -> None:

@@ -11,6 +11,9 @@ not NaN.
 from __future__ import annotations
 
 import math
+import operator
+
+import numpy as np
 
 import nova.numpy as jnp
 from nova.core import dtypes
@@ -32,6 +35,47 @@ __all__ = [
     "silu",
     "softmax",
 ]
+
+
+def _int_arg(fn: str, name: str, value) -> int:
+    """`value` as a Python int (ints and NumPy integers; not bools, floats or strings)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{fn}: {name} must be an int, got bool {value!r}{where_am_i()}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__} {value!r}"
+                        f"{where_am_i()}") from None
+
+
+def _wide_int(labels: Array) -> Array:
+    """Integer labels in a dtype that holds every class index: int32 for narrower ints (uint8
+    labels compared against arange(300, uint8) would wrap around), int64 for uint32."""
+    if labels.dtype.itemsize < 4:
+        return labels.astype(jnp.int32)
+    if labels.dtype == np.uint32:
+        return labels.astype(jnp.int64)
+    return labels
+
+
+def check_index_range(fn: str, name: str, idx: Array, n: int, ignore: int | None = None) -> None:
+    """Raises ValueError when a concrete (not traced) integer array `idx` holds a value outside
+    [0, n) other than `ignore`. Under `jit` values are unknown and nothing is checked."""
+    from nova.core.trace import Tracer
+
+    if isinstance(idx, Tracer):
+        return
+    v = np.asarray(idx)
+    bad = (v < 0) | (v >= n)
+    if ignore is not None:
+        bad &= v != ignore
+    if bad.any():
+        vals = sorted(set(v[bad].tolist()))
+        raise ValueError(
+            f"{fn}: {name} holds {int(bad.sum())} value(s) outside [0, {n})"
+            f"{'' if ignore is None else f' other than ignore_index {ignore}'}: {vals[:8]}"
+            f"{' ...' if len(vals) > 8 else ''}{where_am_i()}"
+        )
 
 
 def _float_input(name: str, x) -> Array:
@@ -114,10 +158,14 @@ def layer_norm(x, weight=None, bias=None, eps: float = 1e-5) -> Array:
     """Layer normalization over the last axis (Ba, Kiros, Hinton, arXiv 1607.06450).
 
     (x - mean) / sqrt(var + eps) * weight + bias, with the biased variance computed in two passes.
-    x: float (..., D); weight, bias: (D,) or None. Raises ValueError when weight or bias is not
-    of shape (D,), TypeError for non-float x.
+    x: float (..., D); weight, bias: (D,) or None; eps >= 0. Raises ValueError when weight or bias
+    is not of shape (D,) or eps < 0, TypeError for non-float x.
     """
     x = _float_input("layer_norm", x)
+    weight = None if weight is None else asarray(weight)
+    bias = None if bias is None else asarray(bias)
+    if not float(eps) >= 0.0:
+        raise ValueError(f"layer_norm: eps must be >= 0, got {eps}{where_am_i()}")
     d = x.shape[-1] if x.ndim else None
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and (x.ndim == 0 or tuple(p.shape) != (d,)):
@@ -140,14 +188,16 @@ def one_hot(labels, num_classes: int, dtype=jnp.float32) -> Array:
     """labels (...) integer -> (..., num_classes) with 1 at each label and 0 elsewhere.
 
     A label outside [0, num_classes) gives a row of zeros (as jax.nn.one_hot). Raises TypeError
-    for non-integer labels, ValueError for num_classes < 1.
+    for non-integer labels or a num_classes that is not an int, ValueError for num_classes < 1.
     """
     labels = asarray(labels)
     if not dtypes.is_int(labels.dtype):
         raise TypeError(f"one_hot: labels must be integers, got {labels.dtype}{where_am_i()}")
-    if int(num_classes) < 1:
+    num_classes = _int_arg("one_hot", "num_classes", num_classes)
+    if num_classes < 1:
         raise ValueError(f"one_hot: num_classes must be >= 1, got {num_classes}{where_am_i()}")
-    classes = jnp.arange(int(num_classes), dtype=labels.dtype)
+    labels = _wide_int(labels)
+    classes = jnp.arange(num_classes, dtype=labels.dtype)
     return (labels[..., None] == classes).astype(dtype)
 
 
@@ -158,14 +208,18 @@ def cross_entropy(logits, labels, ignore_index: int = -100, reduction: str = "me
     2-d case). labels: integer (...), logits.shape[:-1]. Positions whose label equals
     `ignore_index` contribute 0 and are not counted. reduction: "mean" (over counted positions;
     0 when none is counted), "sum", or "none" (per position, shape labels.shape).
-    A label outside [0, C) that is not ignore_index also contributes 0 (it is not checked, so that
-    the function traces under jit). Raises TypeError for non-float logits or non-integer labels,
-    ValueError for mismatched shapes or an unknown reduction.
+    Labels of any integer dtype index all C classes (uint8 labels with C > 256 included).
+
+    Raises TypeError for non-float logits, non-integer labels or a non-int ignore_index;
+    ValueError for mismatched shapes, an unknown reduction, or -- when labels is a concrete array
+    (not traced) -- a label outside [0, C) other than ignore_index. Under `jit` labels cannot be
+    checked: such a label is counted and contributes logsumexp(logits) (its picked logit is 0).
     """
     logits = _float_input("cross_entropy", logits)
     labels = asarray(labels)
     if not dtypes.is_int(labels.dtype):
         raise TypeError(f"cross_entropy: labels must be integers, got {labels.dtype}{where_am_i()}")
+    ignore_index = _int_arg("cross_entropy", "ignore_index", ignore_index)
     if logits.ndim == 0 or tuple(labels.shape) != tuple(logits.shape[:-1]):
         raise ValueError(
             f"cross_entropy: labels of shape {labels.shape} do not match logits of shape "
@@ -176,6 +230,8 @@ def cross_entropy(logits, labels, ignore_index: int = -100, reduction: str = "me
             f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
             f"{where_am_i()}"
         )
+    check_index_range("cross_entropy", "labels", labels, logits.shape[-1], ignore_index)
+    labels = _wide_int(labels)
     # nll = logsumexp(logits) - logits[label]. Spelled this way (not through log_softmax) the
     # backward is one elementwise pass, softmax * ct - onehot * ct, over the forward's row sums.
     shift = _row_shift(logits, -1)
@@ -248,7 +304,8 @@ def scaled_dot_product_attention(q, k, v, *, causal: bool = False, mask=None, sc
     given. A query row that may attend to nothing gives zeros and zero gradients.
     dropout_p: probability of zeroing each attention weight (the kept ones scaled by
     1/(1 - dropout_p)); needs `key` (a nova.random key) when > 0.
-    Raises ValueError for mismatched shapes, TypeError for non-float inputs or a bad mask dtype.
+    Raises ValueError for mismatched shapes, D = 0, a mask that does not broadcast to (Tq, Tk) or
+    dropout_p outside [0, 1); TypeError for non-float inputs or a bad mask dtype.
     """
     q = _float_input("scaled_dot_product_attention", q)
     k = _float_input("scaled_dot_product_attention", k)
@@ -259,10 +316,24 @@ def scaled_dot_product_attention(q, k, v, *, causal: bool = False, mask=None, sc
             "scaled_dot_product_attention: expected q (..., Tq, D), k (..., Tk, D), "
             f"v (..., Tk, Dv); got q {q.shape}, k {k.shape}, v {v.shape}{where_am_i()}"
         )
+    if q.shape[-1] == 0:
+        raise ValueError(f"scaled_dot_product_attention: the head dimension D of q {q.shape} and "
+                         f"k {k.shape} is 0{where_am_i()}")
+    if not 0.0 <= float(dropout_p) < 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got "
+                         f"{dropout_p}{where_am_i()}")
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     tq, tk = q.shape[-2], k.shape[-2]
     keep, additive = _attention_mask(mask, causal, tq, tk)
+    if mask is not None:
+        ms = tuple(asarray(mask).shape)
+        try:
+            np.broadcast_shapes(ms, (tq, tk))
+        except ValueError:
+            raise ValueError(f"scaled_dot_product_attention: mask of shape {ms} does not "
+                             f"broadcast to the scores' (..., Tq, Tk) = (..., {tq}, {tk})"
+                             f"{where_am_i()}") from None
     s = (q @ jnp.swapaxes(k, -1, -2)) * scale
     if additive is not None:
         s = s + additive

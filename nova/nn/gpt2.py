@@ -22,7 +22,7 @@ from nova.core import dtypes
 from nova.core.array import Array
 from nova.jit import jit
 from nova.nn import functional as F
-from nova.nn.layers import Block, Dropout, Embedding, LayerNorm, split_keys
+from nova.nn.layers import Block, Dropout, Embedding, LayerNorm, check_key, split_keys
 from nova.nn.module import Module, static_field
 from nova.numpy_impl.util import asarray, where_am_i
 
@@ -105,6 +105,7 @@ class GPT2(Module):
         (a nova.random key). Raises TypeError when config is not a GPT2Config."""
         if not isinstance(config, GPT2Config):
             raise TypeError(f"GPT2.init: config must be a GPT2Config, got {type(config).__name__}")
+        check_key("GPT2.init", key)
         from nova.core.trace import current_trace
 
         if current_trace() is not None:
@@ -123,15 +124,21 @@ class GPT2(Module):
                 f"GPT2: sequence length T = {idx.shape[1]} exceeds block_size = "
                 f"{self.config.block_size} ({name} of shape {idx.shape}){where_am_i()}"
             )
+        if 0 in idx.shape:
+            raise ValueError(f"GPT2: {name} of shape {idx.shape} is empty; B and T must be >= 1"
+                             f"{where_am_i()}")
         return idx
 
     def __call__(self, idx, *, key=None, train: bool = False) -> Array:
         """idx: integer (B, T) token ids, T <= block_size -> logits float32 (B, T, vocab_size).
 
         train=True enables dropout (config.dropout > 0) and then needs `key`. Raises TypeError for
-        non-integer idx, ValueError for a wrong rank or T > block_size.
+        non-integer idx; ValueError for a wrong rank, B or T = 0, T > block_size, or -- when idx
+        is concrete (not traced) -- a token id outside [0, vocab_size). Under `jit` ids are not
+        checked and an out-of-range id is clamped (as the embedding gather does).
         """
         idx = self._check_idx("idx", idx)
+        F.check_index_range("GPT2", "idx", idx, self.config.vocab_size)
         if train and self.config.dropout > 0.0 and key is None:
             raise ValueError(f"GPT2: train=True with dropout {self.config.dropout} needs a "
                              f"nova.random key (key=...){where_am_i()}")
@@ -149,7 +156,8 @@ class GPT2(Module):
              ignore_index: int = -100) -> Array:
         """Mean next-token cross-entropy (nats per token, float32 scalar) of `targets` (B, T)
         given `idx` (B, T); targets equal to ignore_index are left out. Raises as __call__, and
-        ValueError when targets' shape differs from idx's."""
+        ValueError when targets' shape differs from idx's or (concrete targets) a target is
+        outside [0, vocab_size) and not ignore_index."""
         idx = self._check_idx("idx", idx)
         targets = self._check_idx("targets", targets)
         if targets.shape != idx.shape:

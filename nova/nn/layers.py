@@ -12,6 +12,8 @@ normal(0, std) with std 0.02 by default, biases zero, LayerNorm weight one and b
 
 from __future__ import annotations
 
+import numpy as np
+
 import nova.numpy as jnp
 from nova.core import dtypes
 from nova.core.array import Array
@@ -33,11 +35,34 @@ def _normal_eager(key, shape, std, dtype):
 _normal = jit(_normal_eager, static_argnums=(1, 2, 3))
 
 
+def check_key(fn: str, key) -> None:
+    """Raises TypeError unless `key` is a nova.random key (a uint32 array of shape (2,))."""
+    shape = tuple(getattr(key, "shape", ()) or ())
+    if not isinstance(key, Array) or shape != (2,) or key.dtype != jnp.uint32:
+        what = (f"{key.dtype} array of shape {shape}" if isinstance(key, Array)
+                else type(key).__name__)
+        raise TypeError(f"{fn}: key must be a nova.random key (nova.random.key(seed): uint32 of "
+                        f"shape (2,)), got {what}{where_am_i()}")
+
+
+def _size(fn: str, name: str, value) -> int:
+    """A layer size: an int >= 0 (not a float, bool or string). TypeError / ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 0:
+        raise ValueError(f"{fn}: {name} must be >= 0, got {value}")
+    return int(value)
+
+
 def normal_init(key, shape, std: float, dtype=jnp.float32) -> Array:
-    """normal(0, std) of `shape` and `dtype` from `key`; traces inline under jit."""
+    """normal(0, std) of `shape` (ints >= 0) and float `dtype` from `key` (a nova.random key);
+    traces inline under jit. Raises TypeError for a non-int size or a missing key, ValueError
+    for a negative size."""
     from nova.core.trace import current_trace
 
-    shape, std, dtype = tuple(int(d) for d in shape), float(std), dtypes.canonicalize(dtype)
+    check_key("normal_init", key)
+    shape = tuple(_size("normal_init", f"shape[{i}]", d) for i, d in enumerate(shape))
+    std, dtype = float(std), dtypes.canonicalize(dtype)
     if current_trace() is not None:
         return _normal_eager(key, shape, std, dtype)
     return _normal(key, shape, std, dtype)
@@ -113,7 +138,11 @@ class LayerNorm(Module):
     @classmethod
     def init(cls, dim: int, *, eps: float = 1e-5, bias: bool = True,
              dtype=jnp.float32) -> LayerNorm:
-        """weight ones (dim,), bias zeros (dim,) (or None)."""
+        """weight ones (dim,), bias zeros (dim,) (or None). Raises TypeError for a non-int dim,
+        ValueError for dim < 0 or eps < 0."""
+        dim = _size("LayerNorm.init", "dim", dim)
+        if not float(eps) >= 0.0:
+            raise ValueError(f"LayerNorm.init: eps must be >= 0, got {eps}")
         b = jnp.zeros((dim,), dtype) if bias else None
         return cls(jnp.ones((dim,), dtype), b, float(eps))
 
@@ -175,9 +204,10 @@ class CausalSelfAttention(Module):
     @classmethod
     def init(cls, key, n_embd: int, n_head: int, *, proj_std: float = 0.02,
              dropout: float = 0.0, dtype=jnp.float32) -> CausalSelfAttention:
-        if n_embd % n_head:
-            raise ValueError(f"CausalSelfAttention: n_embd {n_embd} is not divisible by "
-                             f"n_head {n_head}")
+        n_head = _size("CausalSelfAttention.init", "n_head", n_head)
+        if n_head < 1 or n_embd % n_head:
+            raise ValueError(f"CausalSelfAttention.init: n_head must be >= 1 and divide n_embd "
+                             f"{n_embd}, got n_head {n_head}")
         k1, k2 = split_keys(key, 2)
         return cls(Linear.init(k1, n_embd, 3 * n_embd, dtype=dtype),
                    Linear.init(k2, n_embd, n_embd, std=proj_std, dtype=dtype),

@@ -17,6 +17,7 @@ from nova.compiler.attention_match import (
 from nova.core.ir import Eqn, Var
 from nova.core.primitive import FusionKind, IndexMap
 
+
 def _internal_labels(m: Match, v: Var):
     """Axis labels of an internal forward value: the (q, k) plane, a row, or a keepdims row."""
     pl = m.p_labels

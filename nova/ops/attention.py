@@ -38,7 +38,8 @@ MASK_KINDS = ("none", "causal", "select", "add")
 
 def _check_params(mask_kind, scale, fill):
     if mask_kind not in MASK_KINDS:
-        raise ValueError(f"flash attention: mask_kind must be one of {MASK_KINDS}, got {mask_kind!r}")
+        raise ValueError(f"flash attention: mask_kind must be one of {MASK_KINDS}, "
+                         f"got {mask_kind!r}")
     if not np.isfinite(scale):
         raise ValueError(f"flash attention: scale must be finite, got {scale}")
     if np.isnan(fill):
@@ -220,7 +221,8 @@ def _fwd_vjp(cts, q, k, v, *mask, out, scale, mask_kind, fill):
 
 def _bwd_vjp(cts, q, k, v, lse, do, delta, *mask, out, scale, mask_kind, fill):
     """Reverse mode through the backward's formulas, treating lse, do and delta as independent:
-    P = exp(s - lse), dP = dO vᵀ, dS = P ∘ (dP - delta), dQ = c dS k, dK = c dSᵀ q, dV = Pᵀ dO."""
+    P = exp(s - lse), dP = dO vᵀ, dS = P ∘ (dP - delta), dQ = c dS k, dK = c dSᵀ q,
+    dV = Pᵀ dO."""
     gq, gk, gv = cts
     m = mask[0] if mask else None
     c = scale

@@ -122,6 +122,11 @@ class AttentionEmitter:
     def isub(self, a: str, b: str) -> str:
         return self.op(f"arith.subi {a}, {b} : index")
 
+    def round_down(self, a: str, m: int) -> str:
+        """a rounded down to a multiple of m (index values)."""
+        q = self.op(f"arith.divui {a}, {self.idx(m)} : index")
+        return self.imul(q, self.idx(m))
+
     def bcast(self, x: str, w: int) -> str:
         return self.op(f"vector.broadcast {x} : {self.el} to {self.vt(w)}")
 
@@ -199,8 +204,7 @@ class AttentionEmitter:
         w = self.w
         vt = self.vt(w)
         g_t = self.memref(GROUP_ROWS, self.bk)
-        full = self.op(f"arith.muli {self.op(f'arith.divui {rows}, {self.idx(TILE_ROWS)} : index')}"
-                       f", {self.idx(TILE_ROWS)} : index")
+        full = self.round_down(rows, TILE_ROWS)
         for lo, hi, tr, tag in ((self.idx(0), full, TILE_ROWS, "ga"), (full, rows, 1, "gb")):
             self.open(f"scf.for %{tag} = {lo} to {hi} step {self.idx(tr)}")
             ts = [self.iadd(f"%{tag}", self.idx(x)) if x else f"%{tag}" for x in range(tr)]
@@ -316,8 +320,7 @@ class AttentionEmitter:
         cv = 2 if ncol % 2 == 0 else 1
         vtw = self.vt(wv)
         g_t = self.memref(GROUP_ROWS, self.bk)
-        full = self.op(f"arith.muli {self.op(f'arith.divui {dst_count}, {self.idx(TILE_ROWS)} : index')}"
-                       f", {self.idx(TILE_ROWS)} : index")
+        full = self.round_down(dst_count, TILE_ROWS)
         for lo, hi, tr, tag in ((self.idx(0), full, TILE_ROWS, "ta"), (full, dst_count, 1, "tb")):
             self.open(f"scf.for %{tag} = {lo} to {hi} step {self.idx(tr)}")
             ts = [self.iadd(f"%{tag}", self.idx(x)) if x else f"%{tag}" for x in range(tr)]

@@ -147,6 +147,18 @@ def test_forms_fuse_and_match_decomposition(form, causal):
         _rel_close(g, w, what=f"{form.__name__} {name}")
 
 
+@pytest.mark.parametrize("shape", [(7, 16), (2, 2, 2, 7, 16)])
+def test_any_number_of_batch_dims(shape):
+    args = _inputs(shape)
+    fn = _step(einsum_scale_before, True)
+    compiled, got = _run(fn, *args)
+    assert _kernels(compiled, "flash_attention_fwd") == 1
+    assert _kernels(compiled, "flash_attention_bwd") == 1
+    _, want = _run(fn, *args, fused=False)
+    for g, w in zip(_flatten(got), _flatten(want)):
+        _rel_close(g, w)
+
+
 def test_forward_only_program_fuses():
     q, k, v, _ = _inputs((3, 8, 16))
     compiled, got = _run(lambda q, k, v: gpt2_style(q, k, v, True), q, k, v)

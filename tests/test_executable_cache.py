@@ -59,6 +59,16 @@ def test_key_changes_with_donation_config_and_program():
     assert executable_cache.program_key(prog) == base
     assert executable_cache.program_key(prog, donated=(0,)) != base
     assert executable_cache.program_key(other) != base
+    from nova.compiler import pipeline
+
+    without_last = pipeline.PASSES[:-1]
+    saved = list(pipeline.PASSES)
+    try:
+        pipeline.PASSES[:] = without_last
+        assert executable_cache.program_key(prog) != base
+    finally:
+        pipeline.PASSES[:] = saved
+    assert executable_cache.program_key(prog) == base
     nova.config.update("matmul_precision", "tf32")
     assert executable_cache.program_key(prog) != base
 

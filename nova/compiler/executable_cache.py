@@ -6,7 +6,7 @@ a warm first step. This cache stores their result -- the launch list, the memory
 kernel-cache keys of its kernels -- under a key made of
 
     the traced Program's text (constants included, source lines excluded)
-    + the donated inputs + the config flags that change code + the target
+    + the donated inputs + the pass list + the config flags that change code + the target
     + a fingerprint of Nova's own source (any change to the compiler makes old entries miss),
 
 so a process that traces the same program again builds its executable without running the
@@ -55,8 +55,14 @@ def source_fingerprint() -> str:
 
 def program_key(program: Program, donated=(), target: str | None = None) -> str:
     """The cache key of compiling the traced `program` (see the module docstring)."""
+    from nova.compiler.pipeline import PASSES
+
     h = hashlib.sha256()
-    for part in (print_program(program, debug_info=False), repr(sorted(donated)),
+    # The pass list is in the key too: a caller may run a modified pipeline (a pass left out to
+    # compare against the unfused program) without changing Nova's source.
+    passes = repr([(name, getattr(fn, "__module__", ""), getattr(fn, "__qualname__", repr(fn)))
+                   for name, fn in PASSES])
+    for part in (print_program(program, debug_info=False), repr(sorted(donated)), passes,
                  repr(config.code_key()), target or cache.host_target(), cache.CODEGEN_VERSION,
                  source_fingerprint()):
         h.update(part.encode())

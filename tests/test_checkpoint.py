@@ -196,3 +196,64 @@ def test_bfloat16_and_scalar_leaves_round_trip(tmp_path, model):
     with pytest.raises(ValueError, match="'wte.weight' has dtype bfloat16 in the checkpoint but "
                                          "float32"):
         nn.load_checkpoint(path, model)
+
+
+def test_a_hyperparameter_mismatch_raises_naming_the_field(tmp_path, model):
+    # n_head is a static field, no tensor: a 2-head checkpoint loaded into a 4-head model of the
+    # same shapes used to load silently and compute another function.
+    path = tmp_path / "ckpt.safetensors"
+    nn.save_checkpoint(path, model, step=1, config=CFG)
+    other = nn.GPT2.init(nn.GPT2Config(vocab_size=16, block_size=8, n_layer=1, n_head=4,
+                                       n_embd=8), nova.random.key(0))
+    with pytest.raises(ValueError, match="static field 'config' is .*'n_head': 2.* in the "
+                                         "checkpoint but .*'n_head': 4.* in the GPT2"):
+        nn.load_checkpoint(path, other)
+    ln = nn.LayerNorm.init(8)
+    nn.save_checkpoint(path, ln)
+    with pytest.raises(ValueError, match="static field 'eps' is 1e-05 in the checkpoint but 0.001"):
+        nn.load_checkpoint(path, nn.LayerNorm.init(8, eps=1e-3))
+    assert nn.load_checkpoint(path, ln)[0].eps == 1e-5
+
+
+def _with_metadata(path, **changes):
+    """Rewrites the safetensors header metadata of `path` (tensors unchanged)."""
+    import json
+
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    header["__metadata__"].update(changes)
+    new = json.dumps(header).encode()
+    new += b" " * (-len(new) % 8)
+    path.write_bytes(len(new).to_bytes(8, "little") + new + data[8 + n:])
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"version": "2"}, "has format version '2'; this Nova reads version '1'"),
+    ({"step": "abc"}, "malformed metadata"),
+    ({"config": "{bad"}, "malformed metadata"),
+])
+def test_foreign_versions_and_malformed_metadata_raise_checkpoint_error(tmp_path, model,
+                                                                        changes, message):
+    # A version-2 file was read as version 1; a bad step or config raised a bare int()/JSON error.
+    path = tmp_path / "ckpt.safetensors"
+    nn.save_checkpoint(path, model, step=1, config=CFG)
+    _with_metadata(path, **changes)
+    with pytest.raises(nn.CheckpointError, match=f"ckpt.safetensors.*{message}"):
+        nn.load_checkpoint(path, model)
+    with pytest.raises(nn.CheckpointError, match=f"ckpt.safetensors.*{message}"):
+        nn.checkpoint_metadata(path)
+
+
+def test_save_checks_step_and_directory(tmp_path, model):
+    with pytest.raises(TypeError, match="step must be an int, got float 2.7"):
+        nn.save_checkpoint(tmp_path / "c.safetensors", model, step=2.7)  # was truncated to 2
+    with pytest.raises(TypeError, match="step must be an int, got str"):
+        nn.save_checkpoint(tmp_path / "c.safetensors", model, step="3")
+    with pytest.raises(ValueError, match="step must be >= 0"):
+        nn.save_checkpoint(tmp_path / "c.safetensors", model, step=-1)
+    with pytest.raises(FileNotFoundError, match="the directory .*no/such' of"):
+        nn.save_checkpoint(tmp_path / "no" / "such" / "c.safetensors", model)
+    assert not os.listdir(tmp_path)
+    nn.save_checkpoint(tmp_path / "c.safetensors", model, step=np.int64(3))
+    assert nn.checkpoint_metadata(tmp_path / "c.safetensors")["step"] == 3

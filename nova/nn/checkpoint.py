@@ -5,7 +5,9 @@ Layout of the file (safetensors: a JSON header, then raw little-endian tensor by
 - the optimizer state's leaves, in `nova.tree_util.tree_flatten` order, as ``opt.0``, ``opt.1``,
   ... (the state's structure comes from the `opt_state_like` given to `load_checkpoint`);
 - header metadata (strings): ``format`` = "nova.checkpoint", ``version`` = "1", ``step``,
-  ``config`` (JSON), ``model`` (the model's class name), ``opt_leaves`` (their count, or absent).
+  ``config`` (JSON), ``model`` (the model's class name), ``opt_leaves`` (their count, or absent),
+  ``static`` (JSON: the modules' static fields by dotted name, e.g. ``h.0.attn.n_head``; they
+  shape the computation but are no tensors, so loading compares them).
 
 The file is written to a temporary file in the destination's directory, flushed and fsynced, then
 renamed over the destination (os.replace, atomic on POSIX), and the directory is fsynced: an
@@ -81,21 +83,61 @@ def _write_atomically(path: str, data: bytes) -> None:
         os.close(dir_fd)
 
 
+def _jsonable(v):
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        v = dataclasses.asdict(v)
+    try:
+        return json.loads(json.dumps(v, sort_keys=True))
+    except (TypeError, ValueError):
+        return repr(v)
+
+
+def _static_fields(tree, prefix: str = "", out: dict | None = None) -> dict:
+    """{dotted name: JSON value} of the static fields of every Module in `tree`."""
+    out = {} if out is None else out
+    if isinstance(tree, Module):
+        for f in dataclasses.fields(tree):
+            name = f"{prefix}.{f.name}" if prefix else f.name
+            if f.metadata.get("static", False):
+                out[name] = _jsonable(getattr(tree, f.name))
+            else:
+                _static_fields(getattr(tree, f.name), name, out)
+    elif isinstance(tree, list | tuple):
+        for i, e in enumerate(tree):
+            _static_fields(e, f"{prefix}.{i}" if prefix else str(i), out)
+    elif isinstance(tree, dict):
+        for k, e in tree.items():
+            _static_fields(e, f"{prefix}.{k}" if prefix else str(k), out)
+    return out
+
+
 def save_checkpoint(path, model: Module, opt_state=None, *, step: int = 0, config=None) -> None:
     """Saves `model`'s parameters, `opt_state` (any pytree of arrays, or None), `step` and
     `config` (a dataclass such as GPT2Config, a JSON-serializable dict, or None) to the
     safetensors file `path`, atomically (see the module docstring).
 
-    Raises TypeError for a model that is not a Module or a config that cannot be stored as JSON;
-    OSError when the file cannot be written (the previous file at `path` is then unchanged).
+    Raises TypeError for a model that is not a Module, a step that is not an int, or a config
+    that cannot be stored as JSON; ValueError for a negative step; FileNotFoundError naming the
+    directory when it does not exist; OSError when the file cannot be written (the previous file
+    at `path` is then unchanged).
     """
     if not isinstance(model, Module):
         raise TypeError(f"save_checkpoint: model must be a nova.nn.Module, got "
                         f"{type(model).__name__}")
+    if isinstance(step, bool) or not isinstance(step, int | np.integer):
+        raise TypeError(f"save_checkpoint: step must be an int, got {type(step).__name__} "
+                        f"{step!r}")
+    if step < 0:
+        raise ValueError(f"save_checkpoint: step must be >= 0, got {step}")
     path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"save_checkpoint: the directory {directory!r} of {path!r} does "
+                                "not exist")
     tensors = {k: np.asarray(v, order="C") for k, v in model.state_dict().items()}
     metadata = {"format": _FORMAT, "version": _VERSION, "step": str(int(step)),
-                "model": type(model).__name__}
+                "model": type(model).__name__,
+                "static": json.dumps(_static_fields(model), sort_keys=True)}
     cfg = _config_json(config)
     if cfg is not None:
         metadata["config"] = cfg
@@ -147,7 +189,24 @@ def _read(path: str) -> tuple[dict, dict]:
             f"checkpoint {path!r} is a safetensors file but not a Nova checkpoint (its metadata "
             f"has format={metadata.get('format')!r}, expected {_FORMAT!r})"
         )
-    return tensors, metadata
+    return tensors, _parse_metadata(path, metadata)
+
+
+def _parse_metadata(path: str, meta: dict) -> dict:
+    """The header metadata of a Nova checkpoint with step, opt_leaves as ints and config, static
+    as JSON values. Raises CheckpointError for another version or a malformed entry."""
+    if meta.get("version") != _VERSION:
+        raise CheckpointError(f"checkpoint {path!r} has format version {meta.get('version')!r}; "
+                              f"this Nova reads version {_VERSION!r}")
+    out = dict(meta)
+    try:
+        out["step"] = int(meta.get("step", 0))
+        out["opt_leaves"] = int(meta["opt_leaves"]) if "opt_leaves" in meta else None
+        for key in ("config", "static"):
+            out[key] = json.loads(meta[key]) if key in meta else None
+    except ValueError as e:  # json.JSONDecodeError is a ValueError
+        raise CheckpointError(f"checkpoint {path!r} has malformed metadata ({e})") from None
+    return out
 
 
 def checkpoint_metadata(path) -> dict:
@@ -157,7 +216,7 @@ def checkpoint_metadata(path) -> dict:
     Use it to build the `model_like` that `load_checkpoint` needs, e.g.
     ``GPT2.init(GPT2Config(**checkpoint_metadata(p)["config"]), key)``. Raises OSError when the
     file cannot be opened, CheckpointError naming the path when the header is truncated, corrupt
-    or not a Nova checkpoint's.
+    or not a Nova checkpoint's, or has another format version or malformed metadata.
     """
     path = os.fspath(path)
     with open(path, "rb") as f:
@@ -173,15 +232,16 @@ def checkpoint_metadata(path) -> dict:
         except (ValueError, AttributeError) as e:
             raise CheckpointError(f"checkpoint {path!r} cannot be read ({size} bytes; truncated "
                                   f"or corrupt): {e}") from None
+        if not isinstance(meta, dict):
+            raise CheckpointError(f"checkpoint {path!r} cannot be read ({size} bytes; truncated "
+                                  f"or corrupt): its metadata is not a JSON object")
     if meta.get("format") != _FORMAT:
         raise CheckpointError(
             f"checkpoint {path!r} is not a Nova checkpoint (its metadata has "
             f"format={meta.get('format')!r}, expected {_FORMAT!r})"
         )
-    return {"step": int(meta.get("step", 0)),
-            "config": json.loads(meta["config"]) if "config" in meta else None,
-            "model": meta.get("model"),
-            "opt_leaves": int(meta["opt_leaves"]) if "opt_leaves" in meta else None}
+    meta = _parse_metadata(path, meta)
+    return {k: meta.get(k) for k in ("step", "config", "model", "opt_leaves")}
 
 
 def _check_leaf(path, name, stored: np.ndarray, like_shape, like_dtype) -> None:
@@ -209,7 +269,8 @@ def load_checkpoint(path, model_like: Module, opt_state_like=None):
     Raises FileNotFoundError/OSError when the file cannot be opened; CheckpointError (a
     ValueError) naming the path for a truncated, corrupt or foreign file; KeyError naming missing
     or unexpected parameters; ValueError naming a parameter (or ``opt.i`` leaf) and both shapes
-    or dtypes when they differ.
+    or dtypes when they differ, or a static field (a hyperparameter such as ``h.0.attn.n_head``)
+    and both values.
     """
     from nova.numpy_impl.util import asarray
 
@@ -229,13 +290,22 @@ def load_checkpoint(path, model_like: Module, opt_state_like=None):
                        + "; ".join(parts))
     for name, p in own.items():
         _check_leaf(path, name, params[name], p.shape, p.dtype)
+    if metadata["static"] is not None:  # absent from files written before it was stored
+        here = _static_fields(model_like)
+        for name in sorted(set(here) | set(metadata["static"])):
+            a, b = metadata["static"].get(name, "(absent)"), here.get(name, "(absent)")
+            if a != b:
+                raise ValueError(
+                    f"checkpoint {path!r}: the static field '{name}' is {a!r} in the checkpoint "
+                    f"but {b!r} in the {type(model_like).__name__} it is loaded into"
+                )
     model = model_like.map_parameters(lambda name, _: asarray(params[name]))
 
     opt_state = None
     if opt_state_like is not None:
         like_leaves, treedef = tree_flatten(opt_state_like)
         stored = [k for k in tensors if k.startswith(_OPT_PREFIX)]
-        if "opt_leaves" not in metadata:
+        if metadata["opt_leaves"] is None:
             raise KeyError(f"checkpoint {path!r} holds no optimizer state, but opt_state_like "
                            "was given")
         if len(stored) != len(like_leaves):
@@ -251,5 +321,4 @@ def load_checkpoint(path, model_like: Module, opt_state_like=None):
             leaves.append(asarray(tensors[name]))
         opt_state = tree_unflatten(treedef, leaves)
 
-    config = json.loads(metadata["config"]) if "config" in metadata else None
-    return model, opt_state, int(metadata.get("step", 0)), config
+    return model, opt_state, metadata["step"], metadata["config"]

@@ -295,3 +295,35 @@ def test_step_count_saturates_and_bad_hyperparameters_raise():
         no.cosine_decay_schedule(1.0, 10.5)
     with pytest.raises(ValueError, match="shape"):
         no.apply_updates({"a": np.ones(3, np.float32)}, {"a": np.ones(4, np.float32)})
+
+
+def test_updates_not_shaped_like_the_state_raise_naming_the_leaf():
+    # These failed inside an elementwise add ("operands could not be broadcast") or in tree_map,
+    # naming neither the optimizer nor the leaf.
+    params = {"b": np.zeros(2, np.float32), "w": np.zeros((2, 2), np.float32)}
+    for tx, fn, what in ((no.adam(0.1), "scale_by_adam.update", "mu"),
+                         (no.sgd(0.1, momentum=0.9), "trace.update", "trace")):
+        state = tx.init(params)
+        bad_shape = {"b": np.ones(2, np.float32), "w": np.ones(3, np.float32)}
+        with pytest.raises(ValueError, match=rf"{fn}: update leaf 1 has shape \(3,\) but the "
+                                             rf"state's {what} has \(2, 2\) there"):
+            tx.update(bad_shape, state, params)
+        with pytest.raises(ValueError, match=rf"{fn}: the updates' structure .* differs from the "
+                                             rf"state's {what}"):
+            tx.update({"w": np.ones((2, 2), np.float32)}, state, params)
+
+
+def test_flag_and_array_hyperparameters():
+    # nesterov="no" was truthy and silently turned Nesterov momentum on.
+    with pytest.raises(TypeError, match="sgd: nesterov must be a bool, got str 'no'"):
+        no.sgd(0.1, momentum=0.9, nesterov="no")
+    with pytest.raises(TypeError, match="trace: nesterov must be a bool, got int 1"):
+        no.trace(0.9, nesterov=1)
+    # A 0-d NumPy array is a number, as optax takes it (it raised "must be a real number").
+    p = {"w": np.ones(3, np.float32)}
+    g = {"w": np.full(3, 2.0, np.float32)}
+    tx = no.sgd(np.array(0.25))
+    u, _ = tx.update(g, tx.init(p), p)
+    np.testing.assert_allclose(np.asarray(u["w"]), [-0.5, -0.5, -0.5])
+    with pytest.raises(TypeError, match="learning_rate must be a real number, got ndarray"):
+        no.sgd(np.array([0.1, 0.2]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nova.optim.base import GradientTransformation, chain, check_float, identity
+from nova.optim.base import GradientTransformation, chain, check_bool, check_float, identity
 from nova.optim.transform import (
     add_decayed_weights,
     scale_by_adam,
@@ -27,9 +27,11 @@ def sgd(learning_rate, momentum: float = 0.0, nesterov: bool = False) -> Gradien
       state of the first part is EmptyState().
 
     Raises:
-      TypeError, ValueError: bad learning_rate or momentum (see scale_by_learning_rate, trace).
+      TypeError, ValueError: bad learning_rate, momentum or nesterov (see scale_by_learning_rate,
+        trace).
     """
     momentum = check_float("momentum", "sgd", momentum, lo=0.0, hi=1.0)
+    nesterov = check_bool("nesterov", "sgd", nesterov)
     first = trace(momentum, nesterov) if momentum > 0.0 else identity()
     return chain(first, scale_by_learning_rate(learning_rate))
 

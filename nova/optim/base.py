@@ -132,8 +132,35 @@ def safe_increment(count):
     return jnp.where(count < top, count + 1, top).astype(jnp.int32)
 
 
+def check_like_state(fn: str, updates, state_tree, what: str) -> None:
+    """Raises ValueError when `updates` (gradients) and a params-shaped part of an optimizer state
+    (`what`, e.g. "mu") differ in structure or in a leaf's shape, naming the leaf's position and
+    both shapes (they would otherwise fail inside an add with an unrelated message)."""
+    from nova.core.pytree import tree_flatten
+
+    g_leaves, g_def = tree_flatten(updates)
+    s_leaves, s_def = tree_flatten(state_tree)
+    if g_def != s_def:
+        raise ValueError(f"{fn}: the updates' structure {g_def} differs from the state's {what} "
+                         f"{s_def} (was the state made by init on other parameters?)")
+    for i, (g, t) in enumerate(zip(g_leaves, s_leaves, strict=True)):
+        if tuple(np.shape(g)) != tuple(np.shape(t)):
+            raise ValueError(f"{fn}: update leaf {i} has shape {tuple(np.shape(g))} but the "
+                             f"state's {what} has {tuple(np.shape(t))} there")
+
+
+def check_bool(name: str, fn: str, value) -> bool:
+    """Validates a flag: a Python or NumPy bool (a string such as "no" is not taken as True)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{fn}: {name} must be a bool, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 def check_float(name: str, fn: str, value, *, lo=None, hi=None, hi_open=False) -> float:
-    """Validates a scalar hyperparameter: a real number in [lo, hi] (or [lo, hi) with hi_open)."""
+    """Validates a scalar hyperparameter: a real number (Python, NumPy scalar or 0-d NumPy array)
+    in [lo, hi] (or [lo, hi) with hi_open)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise TypeError(f"{fn}: {name} must be a real number, got {type(value).__name__}")
     v = float(value)

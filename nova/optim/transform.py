@@ -16,7 +16,9 @@ from nova.core.pytree import tree_map, tree_structure
 from nova.optim.base import (
     EmptyState,
     GradientTransformation,
+    check_bool,
     check_float,
+    check_like_state,
     global_norm,
     safe_increment,
     zero_count,
@@ -122,15 +124,18 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     momentum in deep learning", eq. 3-4, in optax's form).
 
     Raises:
-      ValueError: decay is outside [0, 1].
+      ValueError: decay is outside [0, 1]; (update) updates not shaped like the parameters.
+      TypeError: nesterov is not a bool.
     """
     decay = check_float("decay", "trace", decay, lo=0.0, hi=1.0)
+    nesterov = check_bool("nesterov", "trace", nesterov)
 
     def init(params):
         return TraceState(trace=tree_map(lambda p: jnp.zeros_like(jnp.asarray(p)), params))
 
     def update(updates, state, params=None):
         del params
+        check_like_state("trace.update", updates, state.trace, "trace")
         new_trace = tree_map(lambda g, t: g + decay * t, updates, state.trace)
         if nesterov:
             updates = tree_map(lambda g, t: g + decay * t, updates, new_trace)
@@ -161,7 +166,8 @@ def scale_by_adam(
     The state holds t (0-d int32) and m, v shaped like the parameters (zeros at init).
 
     Raises:
-      ValueError: b1 or b2 outside [0, 1), eps or eps_root negative.
+      ValueError: b1 or b2 outside [0, 1), eps or eps_root negative; (update) updates not shaped
+        like the parameters given to init.
     """
     b1 = check_float("b1", "scale_by_adam", b1, lo=0.0, hi=1.0, hi_open=True)
     b2 = check_float("b2", "scale_by_adam", b2, lo=0.0, hi=1.0, hi_open=True)
@@ -176,6 +182,7 @@ def scale_by_adam(
 
     def update(updates, state, params=None):
         del params
+        check_like_state("scale_by_adam.update", updates, state.mu, "mu")
         mu = tree_map(lambda g, m: (1 - b1) * g + b1 * m, updates, state.mu)
         nu = tree_map(lambda g, v: (1 - b2) * (g * g) + b2 * v, updates, state.nu)
         count = safe_increment(state.count)

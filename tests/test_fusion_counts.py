@@ -298,3 +298,26 @@ def test_weight_gradient_is_written_in_the_weights_layout():
     kernels = _compiled_kernels(step, x, w)
     assert [k for k, _, _ in kernels].count("contraction") == 2
     assert all("transpose" not in ops for k, ops, _ in kernels if k == "loop")
+
+
+def test_isinf_mask_of_a_bounded_partial_is_dropped_and_nan_still_masked():
+    """d(tanh(x) * y)/dy = tanh(x) can be NaN but never infinite: the zero-safe mask keeps only
+    its isnan test, so a zero cotangent still gives 0 where x is NaN; an unbounded constant
+    product (1e30 * 1e30 overflows float32) keeps its isinf test."""
+    x, y = _rng_args((8, 16), (8, 16), seed=18)
+    x[2, 3] = np.nan
+
+    def f(x, y):
+        return jnp.sum(jnp.where(y > 100.0, jnp.tanh(x) * y, 0.0))
+
+    program = run_passes(nova.make_program(nova.grad(f, argnums=1))(x, y))
+    names = [e.prim.name for e in program.eqns]
+    assert "isinf" not in names and "isnan" in names
+    (dy,) = compile_program(program)([x, y])
+    assert (dy == 0).all()
+
+    def g(x, y):
+        return jnp.sum(jnp.where(y > 100.0, (jnp.tanh(x) * 1e30) * 1e30 * y, 0.0))
+
+    program = run_passes(nova.make_program(nova.grad(g, argnums=1))(x, y))
+    assert "isinf" in [e.prim.name for e in program.eqns]

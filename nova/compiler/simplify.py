@@ -7,21 +7,31 @@
 - boolean identities x & false -> false, x & true -> x, x | true -> true, x | false -> x, and
   select of a constant predicate -> the chosen operand (exact), which removes the zero-safe VJP
   masks of constant partials;
+- isinf of a value that cannot be infinite (tanh, logistic, sin, cos, erf, finite constants, and
+  sums, products and selections of those whose magnitude bound stays below the dtype's maximum)
+  -> false;
 - transpose(dot_general(x, y)) that only swaps the free dimensions -> dot_general(y, x) (when the
   transpose is the product's only reader).
 """
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from nova.compiler.rewrite import Rewriter, splat_value
+from nova.core import dtypes
 from nova.core.ir import Program
 
 # Ops that map an all-zero operand to all zeros exactly. (mul and dot_general are not here:
 # inf * 0 is NaN, and Nova does not change the meaning of user arithmetic.)
 _ZERO_PRESERVING = {"neg", "broadcast_in_dim", "reshape", "transpose", "reduce_sum",
                     "convert_element_type"}
+# Ops whose result lies in [-1, 1] (or [0, 1]) for every finite or infinite operand (NaN stays
+# NaN), and ops that keep a bounded operand bounded: isinf of such a value is always false.
+_BOUNDED = {"tanh", "logistic", "sin", "cos", "erf"}
+_KEEPS_BOUNDED = {"neg", "broadcast_in_dim", "reshape", "transpose", "abs", "add", "sub", "mul",
+                  "select"}
 
 
 def simplify(program: Program) -> Program:
@@ -68,6 +78,14 @@ def simplify(program: Program) -> Program:
                 break
             if done:
                 continue
+        if name == "isinf" and _bounded(ins[0], rw.producer):
+            # e.g. the zero-safe VJP mask of 0.5 * (1 + tanh(u)) keeps only its isnan test
+            c = rw.constant(np.zeros((), bool), e.source)
+            if out.type.shape:
+                (c,) = rw.emit("broadcast_in_dim", [c], {"shape": out.type.shape,
+                                                         "broadcast_dimensions": ()}, e.source)
+            rw.replace(out, c)
+            continue
         if name == "select" and splats[0] is not None:
             chosen = ins[1] if bool(splats[0]) else ins[2]
             if chosen.type == out.type:
@@ -101,6 +119,39 @@ def simplify(program: Program) -> Program:
                     continue
         rw.keep(e)
     return rw.finish()
+
+
+def _magnitude_bound(v, producer, depth: int = 8) -> float | None:
+    """An upper bound of |v| over every input (NaN aside), or None if v may be infinite: finite
+    constants, the bounded ops, and sums, products and selections of bounded values."""
+    c = splat_value(v, producer)
+    if c is not None:
+        return abs(float(c)) if np.isfinite(c) else None
+    e = producer.get(id(v))
+    if e is None or depth == 0 or not dtypes.is_float(v.type.dtype):
+        return None
+    name = e.prim.name
+    if name in _BOUNDED:
+        return 1.0
+    if name not in _KEEPS_BOUNDED:
+        return None
+    operands = e.inputs[1:] if name == "select" else e.inputs
+    bounds = [_magnitude_bound(u, producer, depth - 1) for u in operands]
+    if any(x is None for x in bounds):
+        return None
+    if name in ("add", "sub"):
+        return bounds[0] + bounds[1]
+    if name == "mul":
+        return bounds[0] * bounds[1]
+    return max(bounds)
+
+
+def _bounded(v, producer) -> bool:
+    """v is finite or NaN, never infinite (its magnitude bound is below the dtype's maximum)."""
+    bound = _magnitude_bound(v, producer)
+    if bound is None or not dtypes.is_float(v.type.dtype):
+        return False
+    return bound < float(ml_dtypes.finfo(v.type.dtype).max)
 
 
 def _swapped_dimension_numbers(dot, perm):

@@ -268,3 +268,18 @@ def test_sample_rejects_unreadable_checkpoints(tmp_path):
         sample.main(["--ckpt", str(plain)])
     with pytest.raises(SystemExit, match="--temperature must be >= 0"):
         sample.main(["--ckpt", str(plain), "--temperature", "-0.5"])
+
+
+def test_resume_names_a_changed_setting_or_a_damaged_checkpoint(tmp_path):
+    # Both raised from deep inside load_checkpoint (a shape error on 'wte.weight', a
+    # CheckpointError traceback) rather than saying what to do.
+    small = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--steps", "1", "--samples",
+             "0", "--no-plot", "--eval-batches", "1"]
+    _train(tmp_path, "r", *small)
+    with pytest.raises(SystemExit, match=r"--resume: the checkpoint's model \(\{'n_embd': 32\}\) "
+                                         r"differs from this run's \(\{'n_embd': 64\}\)"):
+        _train(tmp_path, "r", *small[:5], "64", *small[6:], "--resume")
+    ckpt = tmp_path / "r" / train.CHECKPOINT
+    ckpt.write_bytes(ckpt.read_bytes()[:100])
+    with pytest.raises(SystemExit, match="--resume: .*truncated or corrupt.*delete it"):
+        _train(tmp_path, "r", *small, "--resume")

@@ -179,11 +179,23 @@ def _restore(out: Path, model, opt_state, meta):
     path = out / CHECKPOINT
     if not path.exists():
         raise SystemExit(f"--resume: no checkpoint at {path}")
-    model, opt_state, step, saved = nn.load_checkpoint(path, model, opt_state)
+    try:
+        saved = nn.checkpoint_metadata(path)["config"] or {}
+    except nn.CheckpointError as e:
+        raise SystemExit(f"--resume: {e}; delete it to start afresh") from None
+    # The run's settings first (a clear message), then the tensors.
     for k in ("model", "tokenizer", "vocab_ids", "vocab_size", "data"):
-        if saved.get(k) != meta.get(k):
-            raise SystemExit(f"--resume: the checkpoint's {k} ({str(saved.get(k))[:80]}) differs "
-                             f"from this run's ({str(meta.get(k))[:80]})")
+        a, b = saved.get(k), meta.get(k)
+        if a != b:
+            if isinstance(a, dict) and isinstance(b, dict):  # name the fields that differ
+                keys = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
+                a, b = ({f: d.get(f) for f in keys} for d in (a, b))
+            raise SystemExit(f"--resume: the checkpoint's {k} ({str(a)[:80]}) differs from this "
+                             f"run's ({str(b)[:80]})")
+    try:
+        model, opt_state, step, saved = nn.load_checkpoint(path, model, opt_state)
+    except (nn.CheckpointError, KeyError, ValueError) as e:
+        raise SystemExit(f"--resume: {e}") from None
     metrics = json.loads((out / METRICS).read_text()) if (out / METRICS).exists() else {}
     for key in ("train", "val"):
         metrics[key] = [r for r in metrics.get(key, []) if r[0] <= step]
@@ -275,9 +287,10 @@ def train_loop(run: Run, flops_tok: float, peak: float) -> dict:
         if run.step % cfg.eval_interval == 0 or run.step == cfg.steps:
             run.metrics["val"].append((run.step, evaluate(run.model, val_batches)))
         if bar is not None:
-            tps = tokens_per_step / np.median(times[-20:]) if times else 0.0
-            post = {"loss": f"{loss:.3f}", "tok/s": f"{tps:,.0f}",
-                    "mfu": f"{100 * flops_tok * tps / peak:.1f}%"}
+            post = {"loss": f"{loss:.3f}"}
+            if times:  # (the first step's time is mostly compilation)
+                tps = tokens_per_step / np.median(times[-20:])
+                post.update({"tok/s": f"{tps:,.0f}", "mfu": f"{100 * flops_tok * tps / peak:.1f}%"})
             if run.metrics["val"]:
                 post["val"] = f"{run.metrics['val'][-1][1]:.3f}"
             bar.set_postfix(post, refresh=False)

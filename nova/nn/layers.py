@@ -91,7 +91,9 @@ class Linear(Module):
     @classmethod
     def init(cls, key, in_features: int, out_features: int, *, bias: bool = True,
              std: float = 0.02, dtype=jnp.float32) -> Linear:
-        """weight ~ normal(0, std) (GPT-2), bias zeros."""
+        """weight (in_features, out_features) ~ normal(0, std) (GPT-2), bias (out_features,)
+        zeros (or None), in float `dtype`. Raises TypeError for a non-int size or a key that is
+        not a nova.random key, ValueError for a negative size."""
         w = normal_init(key, (in_features, out_features), std, dtype)
         b = jnp.zeros((out_features,), dtype) if bias else None
         return cls(w, b)
@@ -116,7 +118,9 @@ class Embedding(Module):
     @classmethod
     def init(cls, key, num_embeddings: int, embedding_dim: int, *, std: float = 0.02,
              dtype=jnp.float32) -> Embedding:
-        """weight ~ normal(0, std)."""
+        """weight (num_embeddings, embedding_dim) ~ normal(0, std) in float `dtype`. Raises
+        TypeError for a non-int size or a key that is not a nova.random key, ValueError for a
+        negative size."""
         return cls(normal_init(key, (num_embeddings, embedding_dim), std, dtype))
 
     def __call__(self, idx) -> Array:
@@ -178,6 +182,10 @@ class MLP(Module):
     @classmethod
     def init(cls, key, n_embd: int, *, proj_std: float = 0.02, dropout: float = 0.0,
              dtype=jnp.float32) -> MLP:
+        """c_fc: Linear(n_embd, 4 n_embd) with weight ~ normal(0, 0.02); c_proj: Linear(4 n_embd,
+        n_embd) with weight ~ normal(0, proj_std) (GPT-2 passes 0.02 / sqrt(2 n_layer)); biases
+        zero; dtype a float dtype. Raises TypeError for a non-int n_embd or a key that is not a
+        nova.random key."""
         k1, k2 = split_keys(key, 2)
         return cls(Linear.init(k1, n_embd, 4 * n_embd, dtype=dtype),
                    Linear.init(k2, 4 * n_embd, n_embd, std=proj_std, dtype=dtype), float(dropout))
@@ -204,6 +212,9 @@ class CausalSelfAttention(Module):
     @classmethod
     def init(cls, key, n_embd: int, n_head: int, *, proj_std: float = 0.02,
              dropout: float = 0.0, dtype=jnp.float32) -> CausalSelfAttention:
+        """c_attn: Linear(n_embd, 3 n_embd), weight ~ normal(0, 0.02); c_proj: Linear(n_embd,
+        n_embd), weight ~ normal(0, proj_std); biases zero. Raises ValueError unless n_head >= 1
+        divides n_embd, TypeError for a non-int size or a key that is not a nova.random key."""
         n_head = _size("CausalSelfAttention.init", "n_head", n_head)
         if n_head < 1 or n_embd % n_head:
             raise ValueError(f"CausalSelfAttention.init: n_head must be >= 1 and divide n_embd "

@@ -27,7 +27,10 @@ def _check_steps(name: str, fn: str, value, *, positive: bool) -> int:
 
 
 def constant_schedule(value: float) -> Schedule:
-    """The schedule step -> value."""
+    """The schedule step -> value (optax.constant_schedule): the same Python float at every step.
+
+    Raises TypeError when value is not a real number, ValueError when it is not finite.
+    """
     value = check_float("value", "constant_schedule", value)
     return lambda count: value
 

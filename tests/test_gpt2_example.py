@@ -283,3 +283,13 @@ def test_resume_names_a_changed_setting_or_a_damaged_checkpoint(tmp_path):
     ckpt.write_bytes(ckpt.read_bytes()[:100])
     with pytest.raises(SystemExit, match="--resume: .*truncated or corrupt.*delete it"):
         _train(tmp_path, "r", *small, "--resume")
+
+
+def test_load_text_names_a_bad_data_path(tmp_path):
+    with pytest.raises(IsADirectoryError, match="is a directory; give one text file"):
+        data.load_text(tmp_path)  # said "no such file"
+    with pytest.raises(FileNotFoundError, match="absent.txt: no such file"):
+        data.load_text(tmp_path / "absent.txt")
+    (tmp_path / "blank.txt").write_text("  \n\n")
+    with pytest.raises(ValueError, match="blank.txt: the file is empty"):
+        data.load_text(tmp_path / "blank.txt")

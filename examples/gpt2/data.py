@@ -121,10 +121,13 @@ def load_text(data: str | Path | None = None, cache_dir: Path | None = None) -> 
     """(text, name): the file at `data`, or (data=None) the Shakespeare works joined in file-name
     order with a blank line between them.
 
-    Raises FileNotFoundError for a missing `data` file, ValueError for an empty one.
+    Raises FileNotFoundError for a missing `data` file, IsADirectoryError for a directory,
+    ValueError for an empty (or whitespace-only) file.
     """
     if data is not None:
         path = Path(data)
+        if path.is_dir():
+            raise IsADirectoryError(f"--data {path}: is a directory; give one text file")
         if not path.is_file():
             raise FileNotFoundError(f"--data {path}: no such file")
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -267,6 +267,9 @@ def train_loop(run: Run, flops_tok: float, peak: float) -> dict:
         from tqdm import tqdm
 
         bar = tqdm(total=cfg.steps, initial=run.step, unit="step", dynamic_ncols=True)
+        # The first call traces and compiles the step (~10 s for tiny on 2 cores, far less when
+        # Nova's on-disk executable cache has it); say so instead of a silent 0 %.
+        bar.set_postfix_str("compiling the training step")
     compile_s, times, losses = None, [], []
     while run.step < stop:
         x, y = batch_at(run.train_ids, cfg, args.seed, run.step)

@@ -75,6 +75,7 @@ def test_subset_vocab_renumbers_densely():
     np.testing.assert_array_equal(v.to_tokenizer([2, 0, 1]), [15496, 11, 995])
     with pytest.raises(KeyError, match="262"):
         v.to_model([11, 262])
+    assert v.missing([11, 262, -1, 262, 99999]) == [262, -1, 99999]
 
 
 def test_split_batches_and_entropy():
@@ -231,7 +232,8 @@ def test_prompt_escapes_keep_non_ascii_text():
     (["--temperature", "-1"], "--temperature must be >= 0"),
     (["--top-k", "-3"], "--top-k must be >= 0"),
     (["--samples", "-1"], "--samples must be >= 0"),
-    (["--prompt", "Zebra quartz"], "--prompt 'Zebra quartz' cannot be encoded"),
+    (["--prompt", "Zebra quartz"], "--prompt 'Zebra quartz' cannot be encoded.*the text "
+                                   "pieces 'Z', 'ebra', ' quartz'"),
     (["--prompt", ""], "the prompt is empty"),
     (["--block-size", "512"], "the validation split has 128 tokens .*fewer than "
                               "--block-size 512 \\+ 1"),

@@ -91,14 +91,20 @@ def unescape_prompt(prompt: str) -> str:
 def check_prompt(tokenizer, vocab, prompt: str) -> np.ndarray:
     """The prompt's token ids in the model's numbering (int64 (t,)).
 
-    Raises ValueError for an empty prompt; KeyError naming the tokens outside `vocab` (a
-    tokenizer.SubsetVocab) when the model was trained on a corpus subset.
+    Raises ValueError for an empty prompt; KeyError naming the tokens (ids and text) outside
+    `vocab` (a tokenizer.SubsetVocab) when the model was trained on a corpus subset.
     """
     ids = tokenizer.encode(prompt)
     if not ids:
         raise ValueError("the prompt is empty: give at least one character")
     ids = np.asarray(ids, np.int64)
-    return vocab.to_model(ids).astype(np.int64) if vocab is not None else ids
+    if vocab is None:
+        return ids
+    try:
+        return vocab.to_model(ids).astype(np.int64)
+    except KeyError as e:  # name the pieces of text, not only their ids
+        pieces = ", ".join(repr(tokenizer.decode([t])) for t in vocab.missing(ids)[:10])
+        raise KeyError(f"{e.args[0]}: the text pieces {pieces}") from None
 
 
 def generate_text(model, tokenizer, vocab, prompt: str, num_samples: int, max_new_tokens: int,

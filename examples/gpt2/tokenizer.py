@@ -120,6 +120,13 @@ class SubsetVocab:
     def size(self) -> int:
         return int(self.ids.size)
 
+    def missing(self, token_ids) -> list[int]:
+        """The distinct tokenizer ids of `token_ids` outside the subset, in order of appearance."""
+        t = np.asarray(token_ids, dtype=np.int64).ravel()
+        inside = (t >= 0) & (t < self._lookup.size)
+        ok = np.where(inside, self._lookup[np.where(inside, t, 0)], -1) >= 0
+        return list(dict.fromkeys(t[~ok].tolist()))
+
     def to_model(self, token_ids) -> np.ndarray:
         """Tokenizer ids -> model ids (int32). Raises KeyError naming ids outside the subset."""
         t = np.asarray(token_ids, dtype=np.int64)

@@ -89,3 +89,6 @@ def test_attention_argument_errors():
     e = np.ones((4, 0), np.float32)
     with pytest.raises(ValueError, match="head dimension D .* is 0"):
         nn.scaled_dot_product_attention(e, e, np.ones((4, 2), np.float32))  # ZeroDivisionError
+    with pytest.raises(TypeError, match="q, k and v must have one dtype, got float32, float64, "
+                                        "float32"):
+        nn.scaled_dot_product_attention(q, q.astype(np.float64), q)  # was silently promoted

@@ -305,11 +305,15 @@ def scaled_dot_product_attention(q, k, v, *, causal: bool = False, mask=None, sc
     dropout_p: probability of zeroing each attention weight (the kept ones scaled by
     1/(1 - dropout_p)); needs `key` (a nova.random key) when > 0.
     Raises ValueError for mismatched shapes, D = 0, a mask that does not broadcast to (Tq, Tk) or
-    dropout_p outside [0, 1); TypeError for non-float inputs or a bad mask dtype.
+    dropout_p outside [0, 1); TypeError for non-float inputs, q, k, v of different dtypes or a bad
+    mask dtype.
     """
     q = _float_input("scaled_dot_product_attention", q)
     k = _float_input("scaled_dot_product_attention", k)
     v = _float_input("scaled_dot_product_attention", v)
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"scaled_dot_product_attention: q, k and v must have one dtype, got "
+                        f"{q.dtype}, {k.dtype}, {v.dtype}{where_am_i()}")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2 or q.shape[-1] != k.shape[-1] \
             or k.shape[-2] != v.shape[-2]:
         raise ValueError(

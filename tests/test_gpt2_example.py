@@ -272,7 +272,7 @@ def test_sample_rejects_unreadable_checkpoints(tmp_path):
         sample.main(["--ckpt", str(plain), "--temperature", "-0.5"])
 
 
-def test_resume_names_a_changed_setting_or_a_damaged_checkpoint(tmp_path):
+def test_resume_names_a_changed_setting_or_a_damaged_checkpoint(tmp_path, capsys):
     # Both raised from deep inside load_checkpoint (a shape error on 'wte.weight', a
     # CheckpointError traceback) rather than saying what to do.
     small = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--steps", "1", "--samples",
@@ -281,6 +281,8 @@ def test_resume_names_a_changed_setting_or_a_damaged_checkpoint(tmp_path):
     with pytest.raises(SystemExit, match=r"--resume: the checkpoint's model \(\{'n_embd': 32\}\) "
                                          r"differs from this run's \(\{'n_embd': 64\}\)"):
         _train(tmp_path, "r", *small[:5], "64", *small[6:], "--resume")
+    _train(tmp_path, "r", *small[:7], "2", *small[8:], "--resume")  # more steps: allowed, said
+    assert "training settings changed since the checkpoint: steps 1 -> 2" in capsys.readouterr().out
     ckpt = tmp_path / "r" / train.CHECKPOINT
     ckpt.write_bytes(ckpt.read_bytes()[:100])
     with pytest.raises(SystemExit, match="--resume: .*truncated or corrupt.*delete it"):

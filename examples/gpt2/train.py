@@ -192,6 +192,12 @@ def _restore(out: Path, model, opt_state, meta):
                 a, b = ({f: d.get(f) for f in keys} for d in (a, b))
             raise SystemExit(f"--resume: the checkpoint's {k} ({str(a)[:80]}) differs from this "
                              f"run's ({str(b)[:80]})")
+    old, new = saved.get("train") or {}, meta["train"]
+    changed = {f: (old.get(f), new.get(f)) for f in sorted(set(old) | set(new))
+               if old.get(f) != new.get(f)}
+    if changed:  # allowed (e.g. more --steps), but the run is no longer the uninterrupted one
+        print("--resume: training settings changed since the checkpoint: " + ", ".join(
+            f"{f} {a} -> {b}" for f, (a, b) in changed.items()))
     try:
         model, opt_state, step, saved = nn.load_checkpoint(path, model, opt_state)
     except (nn.CheckpointError, KeyError, ValueError) as e:

@@ -79,19 +79,7 @@ class ColumnReductionMixin:
 
     def _group_loop(self, tag: str, accs):
         """`scf.for %tag = group to total step GROUPS` over the flattened reduced positions."""
-        b = self.b
-        hi, st = b.const(self.red_total, "index"), b.const(GROUPS, "index")
-        if accs:
-            names = ", ".join(f"%{tag}_a{k} = {a.name}" for k, a in enumerate(accs))
-            types = ", ".join(a.type for a in accs)
-            res = b.fresh()
-            self._open(f"{res}:{len(accs)} = scf.for %{tag} = {self.group.name} to {hi.name} "
-                       f"step {st.name} iter_args({names}) -> ({types}) {{")
-        else:
-            res = None
-            self._open(f"scf.for %{tag} = {self.group.name} to {hi.name} step {st.name} {{")
-        self.cur = Value(f"%{tag}", "index")
-        return res
+        return self._open_for(tag, self.group, self.red_total, GROUPS, accs)
 
     def _column_reduced_index(self) -> dict:
         return dict(zip(self.A, self._unflatten(self.cur, list(self.red_sizes)), strict=True))

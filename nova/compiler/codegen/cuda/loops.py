@@ -236,21 +236,26 @@ class GPULoopEmitter(BlockReduceMixin, ColumnReductionMixin, LoopKernelEmitter):
                 return block, chunks // block
         return max(WARP, min(MAX_BLOCK, _ceil_div(chunks, WARP) * WARP)), 0
 
-    def _strided_loop(self, tag: str, accs):
-        """`scf.for %tag = tid to chunks step block` (with iter_args when accs is a list)."""
+    def _open_for(self, tag: str, lo: Value, hi: int, step: int, accs):
+        """Opens `scf.for %tag = lo to hi step step` (with iter_args when accs is a non-empty
+        list), makes %tag the current position and returns the loop's results (or None)."""
         b = self.b
-        hi, st = b.const(self.chunks, "index"), b.const(self.block[0], "index")
+        hi_v, st = b.const(hi, "index"), b.const(step, "index")
         if accs:
             names = ", ".join(f"%{tag}_a{k} = {a.name}" for k, a in enumerate(accs))
             types = ", ".join(a.type for a in accs)
             res = b.fresh()
-            self._open(f"{res}:{len(accs)} = scf.for %{tag} = {self.tid.name} to {hi.name} step "
+            self._open(f"{res}:{len(accs)} = scf.for %{tag} = {lo.name} to {hi_v.name} step "
                        f"{st.name} iter_args({names}) -> ({types}) {{")
         else:
             res = None
-            self._open(f"scf.for %{tag} = {self.tid.name} to {hi.name} step {st.name} {{")
+            self._open(f"scf.for %{tag} = {lo.name} to {hi_v.name} step {st.name} {{")
         self.cur = Value(f"%{tag}", "index")
         return res
+
+    def _strided_loop(self, tag: str, accs):
+        """`scf.for %tag = tid to chunks step block` (with iter_args when accs is a list)."""
+        return self._open_for(tag, self.tid, self.chunks, self.block[0], accs)
 
     def _reduced_index(self) -> dict:
         """{axis: index} of the current strided-loop position over the reduced axes."""

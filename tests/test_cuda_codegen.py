@@ -243,15 +243,18 @@ def test_simulated_sort_and_argsort(axis):
     np.testing.assert_array_equal(got_sorted, np.sort(x, axis=axis))
 
 
-@pytest.mark.parametrize("mode", ["set", "add", "mul", "min", "max"])
-@pytest.mark.parametrize("dtype", [f32, np.int32, bf16])
+# bf16 add/mul are left out: they round at every step, so their result depends on the order in
+# which repeated rows combine (atomics give no order), and an exact comparison is meaningless.
+_SCATTER_CASES = [(m, d) for m in ("set", "add", "mul", "min", "max")
+                  for d in (f32, np.int32, bf16) if not (d == bf16 and m in ("add", "mul"))]
+
+
+@pytest.mark.parametrize("mode,dtype", _SCATTER_CASES)
 def test_simulated_scatter_modes(mode, dtype):
     """Every scatter mode against the reference: repeated rows (set: the last one wins; others
     combine through compare-and-swap or atomic add), out-of-range rows dropped."""
     from nova.ops.indexing import scatter
 
-    if dtype == bf16 and mode in ("add", "mul"):
-        pytest.skip("bf16 products and sums round per step: order-dependent")
     rows = np.array([[3], [0], [3], [-1], [19], [20], [3], [0]], np.int32)
 
     def fn(op, upd):

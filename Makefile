@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# TESTS selects a subset: make test TESTS=tests/test_ir.py
+TESTS ?= tests
 test: $(STAMP)
-	$(VPY) -m pytest -q -n 2 tests
+	$(VPY) -m pytest -q -n 2 $(TESTS)
 
 train: $(STAMP)
 	$(VPY) examples/gpt2/train.py --config tiny

@@ -13,7 +13,7 @@ if _missing:
     # every module on import.
     raise pytest.UsageError(
         f"the test environment lacks {', '.join(_missing)}. Run `make test` (it creates .venv "
-        "and installs everything), or `make venv` then `.venv/bin/python -m pytest -n 2 tests`."
+        "and installs everything); `make test TESTS=tests/test_ir.py` runs a subset."
     )
 
 import numpy as np  # noqa: E402

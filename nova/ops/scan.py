@@ -17,6 +17,23 @@ from nova.ops import structural as st
 from nova.ops.sort import sort_p
 
 
+def scan_identity(name: str, dtype):
+    """The running value of scan `name` (cumsum/cumprod/cummax/cummin) before the first element:
+    combining it with any x gives x exactly (-0.0 for float sums keeps a leading -0.0). Kernel
+    generators start their accumulators from it."""
+    d = np.dtype(dtype)
+    if name == "cumsum":
+        return -0.0 if dtypes.is_float(d) else 0
+    if name == "cumprod":
+        return 1
+    lowest = name == "cummax"
+    if d == dtypes.bool_:
+        return not lowest
+    if dtypes.is_float(d):
+        return -np.inf if lowest else np.inf
+    return int(np.iinfo(d).min if lowest else np.iinfo(d).max)
+
+
 def _scan_rule(name, *, allow_bool):
     def rule(x, *, axis, reverse):
         if not 0 <= axis < x.ndim:

@@ -32,6 +32,7 @@ from nova.compiler.codegen.cpu.loops import (
 )
 from nova.compiler.kernel import Kernel
 from nova.core import dtypes
+from nova.ops.scan import scan_identity
 
 SCATTERS = ("scatter_add", "scatter")
 SCANS = ("cumsum", "cumprod", "cummax", "cummin")
@@ -229,21 +230,6 @@ class ScatterEmitter(_SequentialEmitter):
             self._close_parallel()
 
 
-def _scan_identity(name: str, dtype):
-    """The running value before the first element: combining it with x gives x exactly
-    (-0.0 for float sums, so that a leading -0.0 stays -0.0)."""
-    d = np.dtype(dtype)
-    if name == "cumsum":
-        return -0.0 if dtypes.is_float(d) else 0
-    if name == "cumprod":
-        return 1
-    lowest = name == "cummax"
-    if d == dtypes.bool_:
-        return not lowest
-    if dtypes.is_float(d):
-        return -np.inf if lowest else np.inf
-    return int(np.iinfo(d).min if lowest else np.iinfo(d).max)
-
 
 class ScanEmitter(_SequentialEmitter):
     """cumsum / cumprod / cummax / cummin along one axis, optionally from the end."""
@@ -269,7 +255,7 @@ class ScanEmitter(_SequentialEmitter):
                                 self._threads_for(self.out_t.size))
         low = dt in (dtypes.float16, dtypes.bfloat16)
         acc_dt = dtypes.float32 if low else dt
-        init = b.const(_scan_identity(e.prim.name, acc_dt), acc_dt, vec)
+        init = b.const(scan_identity(e.prim.name, acc_dt), acc_dt, vec)
         res = self._for("k", n, 1, [init])
         acc = Value("%k_a0", acc_dt, vec)
         k = Value("%k", "index")

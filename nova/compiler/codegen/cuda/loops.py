@@ -143,7 +143,11 @@ class GPULoopEmitter(BlockReduceMixin, ColumnReductionMixin, LoopKernelEmitter):
             self._emit_rows()
         else:
             self._emit_elementwise()
-        # Constants are 16-byte aligned, so vector loads of them may claim W-element alignment.
+        return self._function_text()
+
+    def _function_text(self) -> str:
+        """The module-level constants, then the gpu.func with the emitted body. Constants are
+        16-byte aligned, so vector loads of them may claim W-element alignment."""
         consts = ["  " + g + " {alignment = 16 : i64}" for g in self.globals]
         return "\n".join(consts + [self._signature()] + self.b.lines
                          + ["      gpu.return", "    }"])

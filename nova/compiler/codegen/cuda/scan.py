@@ -17,23 +17,10 @@ from nova.compiler.codegen.cpu.index import memref_type
 from nova.compiler.codegen.cuda.loops import MAX_BLOCK, WARP, GPULoopEmitter
 from nova.compiler.kernel import Kernel
 from nova.core import dtypes
+from nova.ops.scan import scan_identity
 
 SCANS = ("cumsum", "cumprod", "cummax", "cummin")
 
-
-def _identity(name: str, dtype):
-    """The running value before the first element (-0.0 for float sums keeps a leading -0.0)."""
-    d = np.dtype(dtype)
-    if name == "cumsum":
-        return -0.0 if dtypes.is_float(d) else 0
-    if name == "cumprod":
-        return 1
-    lowest = name == "cummax"
-    if d == dtypes.bool_:
-        return not lowest
-    if dtypes.is_float(d):
-        return -np.inf if lowest else np.inf
-    return int(np.iinfo(d).min if lowest else np.iinfo(d).max)
 
 
 class GPUScan(GPULoopEmitter):
@@ -62,7 +49,7 @@ class GPUScan(GPULoopEmitter):
         o_idx = self._unflatten(g, [shape[d] for d in outer]) if outer else []
         low = out_t.dtype in (dtypes.float16, dtypes.bfloat16)
         acc_dt = dtypes.float32 if low else out_t.dtype
-        init = b.const(_identity(e.prim.name, acc_dt), acc_dt)
+        init = b.const(scan_identity(e.prim.name, acc_dt), acc_dt)
         res = b.fresh()
         lo, hi, one = b.const(0, "index"), b.const(n, "index"), b.const(1, "index")
         self._open(f"{res}:1 = scf.for %k = {lo.name} to {hi.name} step {one.name} "
@@ -88,8 +75,7 @@ class GPUScan(GPULoopEmitter):
         self._end([new])
         if total % block:
             self._end()
-        consts = ["  " + gl + " {alignment = 16 : i64}" for gl in self.globals]
-        return "\n".join(consts + [self._signature()] + b.lines + ["      gpu.return", "    }"])
+        return self._function_text()
 
 
 def emit_gpu_scan(kernel: Kernel) -> GPUScan:

@@ -137,8 +137,7 @@ class GPUScatterUpdate(GPULoopEmitter):
             self._end()
         if n % block:
             self._end()
-        consts = ["  " + gl + " {alignment = 16 : i64}" for gl in self.globals]
-        return "\n".join(consts + [self._signature()] + b.lines + ["      gpu.return", "    }"])
+        return self._function_text()
 
     def _cas(self, name: str, ix: str, upd: Value, mode: str, dtype) -> None:
         """`generic_atomic_rmw` on the element's bits: current value combined with upd."""

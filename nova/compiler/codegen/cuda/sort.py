@@ -86,8 +86,7 @@ class GPUSort(GPULoopEmitter):
                    f"{memref_type(v.type)}")
         if total % block:
             self._end()
-        consts = ["  " + gl + " {alignment = 16 : i64}" for gl in self.globals]
-        return "\n".join(consts + [self._signature()] + b.lines + ["      gpu.return", "    }"])
+        return self._function_text()
 
 
 def emit_gpu_sort(kernel: Kernel) -> GPUSort:

@@ -16,7 +16,7 @@ from nova.core.interpreter import run_program
 from tests.helpers import assert_close
 
 _KERNEL = re.compile(r"nova\.kernel @\w+ \([^)]*\) \{kind = \"(\w+)\", ops = \[([^\]]*)\]"
-                     r"(?:, iter_shape=\(([^)]*)\) red_axes=(\([^)]*\)|None))?")
+                     r"(?:, iter_shape=\(([^)]*)\)(?: \w+=\w+)* red_axes=(\([^)]*\)|None))?")
 
 
 def softmax(x):

@@ -70,6 +70,21 @@ def _view(buf: np.ndarray, t) -> np.ndarray:
     return buf.reshape(-1).view(np.uint8)[: t.nbytes].view(t.dtype).reshape(t.shape)
 
 
+# Kernels may write with aligned (non-temporal) vector stores (codegen/cpu/loops.py NT_ALIGN):
+# every buffer a kernel writes is at least this aligned. The arena is 64-byte aligned with
+# 64-byte offsets and np.empty's malloc gives 16; only a donated input can be less aligned.
+_WRITE_ALIGN = 16
+
+
+def _reused(buf: np.ndarray, t) -> np.ndarray:
+    """A donated input's buffer viewed as the value that reuses it, or a fresh array when the
+    buffer is not aligned for the kernels' stores (donation permits reuse, it does not ask it)."""
+    o = _view(buf, t)
+    if _address(o) % _WRITE_ALIGN:
+        return np.empty(t.shape, t.dtype)
+    return o
+
+
 class CPUExecutable:
     """Runs launches in order; values live in slots (program inputs first)."""
 
@@ -202,7 +217,7 @@ class CPUExecutable:
             if seg[0] == "native":
                 _, _, table_ptr, count, fresh = seg
                 for kind, s, x in fresh:
-                    o = np.empty(x.shape, x.dtype) if kind == "fresh" else _view(env[x[0]], x[1])
+                    o = np.empty(x.shape, x.dtype) if kind == "fresh" else _reused(env[x[0]], x[1])
                     env[s] = o
                     slots[s] = _address(o)
                 done = self.launcher(table_ptr, count, self._slots_ptr)
@@ -214,7 +229,7 @@ class CPUExecutable:
                 for kind, s, x in recipe:
                     if kind != "view":
                         o = np.empty(x.shape, x.dtype) if kind == "fresh" else \
-                            _view(env[x[0]], x[1])
+                            _reused(env[x[0]], x[1])
                         env[s] = o
                         slots[s] = _address(o)
                 launch.fn(*[int(slots[s]) for s in launch.inputs + launch.outputs])
@@ -246,7 +261,7 @@ class CPUExecutable:
                     if kind == "view":
                         env[s] = x
                         continue
-                    o = np.empty(x.shape, x.dtype) if kind == "fresh" else _view(env[x[0]], x[1])
+                    o = np.empty(x.shape, x.dtype) if kind == "fresh" else _reused(env[x[0]], x[1])
                     env[s] = o
                     addr[s] = _address(o)
                 ptrs = [addr[s] for s in launch.inputs]

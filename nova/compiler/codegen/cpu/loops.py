@@ -40,8 +40,10 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
     """Emits one loop kernel; `value(var, idx)` gives a kernel value at an index (scalar, or a
     vector of W consecutive elements along the last axis when `vec_iv` runs there)."""
 
-    def __init__(self, name: str, kernel: Kernel, width: int, threads: int = 1):
+    def __init__(self, name: str, kernel: Kernel, width: int, threads: int = 1,
+                 nontemporal: bool = False):
         self.threads = threads
+        self.nontemporal = nontemporal
         self.name = name
         self.k = kernel
         self.W = width
@@ -252,6 +254,11 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         self.kept_names = [f"%i{i}" for i in kept]
         self.kept_sizes = [S[i] for i in kept]
         threads = self.threads if kept and S[kept[0]] > 1 else 1
+        levels = self._levels()
+        self.stash = self._choose_stash(levels) if A and not self.col else None
+        if self.stash is not None:
+            # The stash goes through the output and is read back: its lines must stay cached.
+            self.nontemporal = False
         for n, i in enumerate(kept):
             step = self.W if (i == vec_axis and self.W) else 1
             if n == 0 and threads > 1:
@@ -262,8 +269,6 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             if step > 1:
                 self.vec_iv = f"%i{i}"
         # Reduction phases, one per level.
-        levels = self._levels()
-        self.stash = self._choose_stash(levels) if A and not self.col else None
         for level in levels:
             self._phase(level, ivs, kept)
         if self.stash is not None:  # the last pass reads the stashed values back
@@ -355,7 +360,16 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
                     idx[-1].name == self.vec_iv:
                 val = b.splat(val, self.W)
             if val.width:
-                b.emit(f"vector.store {val.name}, {name}[{ix}] : {memref_type(t)}, vector<{val.width}x{el}>")
+                # Streaming stores (see emit_loop_kernel) of whole 16-byte-aligned vectors: the
+                # vector axis starts every row at a multiple of W, and the runtime hands every
+                # kernel 16-byte-aligned buffers (nova/runtime/executable.py).
+                size = np.dtype(t.dtype).itemsize
+                attr = ""
+                if self.nontemporal and not row and (val.width * size) % NT_ALIGN == 0 and \
+                        (t.shape[-1] * size) % NT_ALIGN == 0:
+                    attr = f" {{nontemporal = true, alignment = {NT_ALIGN} : i64}}"
+                b.emit(f"vector.store {val.name}, {name}[{ix}]{attr} : {memref_type(t)}, "
+                       f"vector<{val.width}x{el}>")
             else:
                 b.emit(f"memref.store {val.name}, {name}[{ix}] : {memref_type(t)}")
 
@@ -364,6 +378,54 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
 # OpenMP call costs ~15-30 us more than a 1-thread one (bench/NOTES.md), which a memory-bound
 # loop over 64K float32 elements (~30 us) barely repays.
 MIN_THREADED_ELEMENTS = 1 << 16
+
+
+# Non-temporal ("streaming") stores write whole cache lines to memory without reading them
+# first (a normal store to a line not in cache reads it: 3 transfers per output byte instead of
+# 2) and without evicting useful lines. They pay only when the output would not stay in cache for
+# its consumer anyway: when a kernel's inputs and outputs together exceed the last-level cache.
+# Measured on (8192, 768) float32 layer norm: ~35 % of the kernel's samples sat on the output
+# stores (bench/NOTES.md). The stores declare this alignment (bytes); every buffer a kernel
+# writes is at least this aligned (the arena at 64, fresh outputs by malloc at 16, a donated
+# input that is not is replaced by a fresh buffer: nova/runtime/executable.py).
+NT_ALIGN = 16
+
+
+#
+# Streaming stores also pay only in a memory-bound kernel: measured side by side (same process,
+# interleaved) on (8192, 768) float32, they took x * 2 from 1.30 to 1.21 ms and layer norm from
+# 1.85 to 1.56 ms (the minima; medians alike), but made softmax (3.18 -> 3.28 ms) and GELU-tanh
+# (3.41 -> 3.51 ms), whose time goes into exp / tanh, slower. The arithmetic intensity that
+# decides it weights each primitive by the vector instructions its expansion takes (the
+# polynomial approximations of math-polynomial-approximation, a division's latency), since the
+# cost rules count one flop per element for exp as for add.
+EXPANSION_OPS = {"exp": 16, "exp2": 16, "expm1": 16, "log": 16, "log1p": 16, "log2": 16,
+                 "tanh": 16, "logistic": 16, "erf": 16, "sin": 20, "cos": 20, "tan": 24,
+                 "sinh": 20, "cosh": 20, "atan": 20, "atan2": 24, "pow": 32, "div": 4, "rem": 8,
+                 "sqrt": 4, "rsqrt": 4, "reciprocal": 4}
+# Weighted flops per byte accessed up to which a kernel counts as memory-bound here: layer norm
+# is 0.9, softmax 2.5, GELU-tanh 3.0 (bench/NOTES.md).
+MAX_STREAMING_INTENSITY = 1.5
+
+
+def weighted_intensity(kernel: Kernel) -> float:
+    """Flops per byte accessed with every primitive's flops weighted by EXPANSION_OPS."""
+    flops = 0
+    for e in kernel.program.eqns:
+        c = e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs], **e.params)
+        flops += c.flops * EXPANSION_OPS.get(e.prim.name, 1)
+    prog = kernel.program
+    moved = sum(v.type.nbytes for v in list(prog.inputs) + list(prog.outputs))
+    return flops / moved if moved else 0.0
+
+
+def uses_nontemporal_stores(kernel: Kernel, last_level_cache: int) -> bool:
+    """Whether a loop kernel's full-shape vector stores should be non-temporal: its inputs and
+    outputs together exceed the last-level cache (bytes) and it is memory-bound
+    (`weighted_intensity` at most MAX_STREAMING_INTENSITY)."""
+    prog = kernel.program
+    total = sum(v.type.nbytes for v in list(prog.inputs) + list(prog.outputs))
+    return total > last_level_cache and weighted_intensity(kernel) <= MAX_STREAMING_INTENSITY
 
 
 def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int | None = None) -> str:
@@ -387,12 +449,16 @@ def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int | None = None)
     size = int(np.prod(kernel.schedule["iter_shape"], dtype=np.int64))
     threads = dev.cores if size >= MIN_THREADED_ELEMENTS else 1
     kernel.schedule["threads"] = threads
+    nontemporal = uses_nontemporal_stores(kernel, dev.l3)
     if vector_width:
         try:
-            text = LoopKernelEmitter(name, kernel, vector_width, threads).emit()
+            emitter = LoopKernelEmitter(name, kernel, vector_width, threads, nontemporal)
+            text = emitter.emit()
             kernel.schedule["vector_width"] = vector_width
+            kernel.schedule["nontemporal_stores"] = emitter.nontemporal
             return text
         except _NoVector:
             pass
     kernel.schedule["vector_width"] = 1
+    kernel.schedule["nontemporal_stores"] = False
     return LoopKernelEmitter(name, kernel, 0, threads).emit()

@@ -542,3 +542,35 @@ def test_sum_prod_argmax_property(case):
             jnp.argmax(x, axis=one_axis, keepdims=keepdims)
         return
     assert_close(jnp.argmax(x, axis=one_axis, keepdims=keepdims), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("axis", [-1, 0, None], ids=["rows", "columns", "all"])
+def test_compiled_max_min_propagate_nan_from_any_lane(dtype, axis):
+    """Float max/min reductions run on bare vmaxps/vminps accumulators plus NaN-seen flags
+    (codegen/cpu/row_reduction.py): a NaN in any lane or step must still give NaN, infinities and
+    all-(-inf) rows stay exact."""
+    x = np.random.default_rng(21).standard_normal((37, 64)).astype(dtype)
+    for k in range(16):  # NaN at every lane position of a vector, in different rows
+        x[k, 5 * k % 64] = np.nan
+    x[20, :] = -np.inf
+    x[21, 7] = np.inf
+    x[22, :] = np.inf
+    f = nova.jit(lambda x: (jnp.max(x, axis=axis), jnp.min(x * 2.0, axis=axis)))
+    got_max, got_min = f(x)
+    with np.errstate(invalid="ignore"):
+        assert_close(got_max, np.max(x, axis=axis))
+        assert_close(got_min, np.min(x * 2.0, axis=axis))
+    assert np.isnan(np.asarray(got_max)).sum() == np.isnan(np.max(x, axis=axis)).sum()
+
+
+def test_compiled_exp_and_tanh_keep_nan_and_limits():
+    """exp and tanh clamp their argument with bare vminps/vmaxps (poison for NaN): the NaN, inf
+    and underflow cases are selected from the argument itself."""
+    x = np.array([np.nan, np.inf, -np.inf, 89.0, 88.7, -104.5, -103.0, -0.0, 0.0, 1e-5, -1e-5,
+                  8.0, -8.0, 3.0, -0.5, np.nan], np.float32)
+    got_exp, got_tanh = nova.jit(lambda x: (jnp.exp(x), jnp.tanh(x)))(x)
+    with np.errstate(over="ignore"):
+        assert_close(got_exp, np.exp(x))
+    assert_close(got_tanh, np.tanh(x))
+    np.testing.assert_array_equal(np.signbit(np.asarray(got_tanh)[7:9]), [True, False])

@@ -193,11 +193,12 @@ class Builder:
         sel = raw(f"arith.select {nan.name}, {qnan.name}, {h16.name} : {cond_t}, {i16}")
         return Value(sel.name, dtypes.bfloat16, w)  # bf16 is carried as its i16 bits
 
-    def _float_op(self, opname: str, *xs: Value) -> Value:
+    def _float_op(self, opname: str, *xs: Value, fastmath: str = "") -> Value:
         xs = self._coerce(*xs)
         dt = xs[0].dtype
         ws = [self._wide(x) for x in xs]
-        r = self.op(f"{opname} {', '.join(w.name for w in ws)} : {ws[0].type}", ws[0].dtype,
+        flags = f" fastmath<{fastmath}>" if fastmath else ""
+        r = self.op(f"{opname} {', '.join(w.name for w in ws)}{flags} : {ws[0].type}", ws[0].dtype,
                     ws[0].width)
         return self._narrow(r, dt)
 
@@ -250,15 +251,28 @@ class Builder:
             return self._float_op("arith.negf", a)
         return self.sub(self.const(0, a.dtype, a.width), a)
 
+    # NaN-propagating like numpy.maximum / numpy.minimum, which do not order -0.0 and +0.0
+    # either: `nsz` lets LLVM drop IEEE maximum's signed-zero fix-up (on x86 two blends of five
+    # instructions; vmaxps + the NaN blend remain).
     def max(self, a, b):
         if a.is_float:
-            return self._float_op("arith.maximumf", a, b)  # NaN-propagating, as numpy.maximum
+            return self._float_op("arith.maximumf", a, b, fastmath="nsz")
         return self._int_op("arith.maxui" if a.unsigned else "arith.maxsi", a, b)
 
     def min(self, a, b):
         if a.is_float:
-            return self._float_op("arith.minimumf", a, b)
+            return self._float_op("arith.minimumf", a, b, fastmath="nsz")
         return self._int_op("arith.minui" if a.unsigned else "arith.minsi", a, b)
+
+    def clamp_fast(self, x: Value, lo: float, hi: float) -> Value:
+        """min(max(x, lo), hi) as bare vminps/vmaxps: the result is poison for a NaN x, so the
+        caller must select its NaN case from x itself (as _exp_f32 and _tanh_f32 do)."""
+        t = x.type
+        lo_v, hi_v = self.const(lo, x.dtype, x.width), self.const(hi, x.dtype, x.width)
+        xc = self.op(f"arith.minimumf {x.name}, {hi_v.name} fastmath<nnan,nsz> : {t}", x.dtype,
+                     x.width)
+        return self.op(f"arith.maximumf {xc.name}, {lo_v.name} fastmath<nnan,nsz> : {t}", x.dtype,
+                       x.width)
 
     def abs(self, a):
         if a.is_float:
@@ -321,8 +335,7 @@ class Builder:
         f = lambda v: self._f32(v, w)  # noqa: E731
         t = x.type
         it = f"vector<{w}xi32>" if w else "i32"
-        xc = self.op(f"arith.minimumf {x.name}, {f(88.7228394).name} : {t}", x.dtype, w)
-        xc = self.op(f"arith.maximumf {xc.name}, {f(-104.0).name} : {t}", x.dtype, w)
+        xc = self.clamp_fast(x, -104.0, 88.7228394)  # a NaN x is selected back at the end
         n = self.op(f"math.roundeven {self.op(f'arith.mulf {xc.name}, {f(1.44269504088896341).name} : {t}', x.dtype, w).name} : {t}", x.dtype, w)
         r = self._fma(n, f(-0.693359375), xc)
         r = self._fma(n, f(2.12194440e-4), r)
@@ -357,8 +370,7 @@ class Builder:
         f = lambda v: self._f32(v, w)  # noqa: E731
         t = x.type
         lim = 7.90531110763549805
-        xc = self.op(f"arith.minimumf {x.name}, {f(lim).name} : {t}", x.dtype, w)
-        xc = self.op(f"arith.maximumf {xc.name}, {f(-lim).name} : {t}", x.dtype, w)
+        xc = self.clamp_fast(x, -lim, lim)  # a NaN x is selected back at the end
         x2 = self.op(f"arith.mulf {xc.name}, {xc.name} : {t}", x.dtype, w)
         p = f(-2.76076847742355e-16)
         for c in (2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
@@ -373,7 +385,8 @@ class Builder:
         big = self.op(f"arith.cmpf ogt, {ax.name}, {f(lim).name} : {t}", dtypes.bool_, w)
         one = self.op(f"math.copysign {f(1.0).name}, {x.name} : {t}", x.dtype, w)
         y = self.select(big, one, y)
-        tiny = self.op(f"arith.cmpf olt, {ax.name}, {f(0.0004).name} : {t}", dtypes.bool_, w)
+        # Unordered-or-less: also true for NaN, whose y is poison (clamp_fast).
+        tiny = self.op(f"arith.cmpf ult, {ax.name}, {f(0.0004).name} : {t}", dtypes.bool_, w)
         return self.select(tiny, x, y)  # also keeps -0.0 and NaN
 
     def exp(self, a):

@@ -40,6 +40,8 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
     """Emits one loop kernel; `value(var, idx)` gives a kernel value at an index (scalar, or a
     vector of W consecutive elements along the last axis when `vec_iv` runs there)."""
 
+    fast_extremes = True  # float max/min reductions with NaN flags (row_reduction.py)
+
     def __init__(self, name: str, kernel: Kernel, width: int, threads: int = 1,
                  nontemporal: bool = False):
         self.threads = threads

@@ -48,6 +48,8 @@ class GPULoopEmitter(BlockReduceMixin, ColumnReductionMixin, LoopKernelEmitter):
     """Emits one loop kernel as a `gpu.func` (see the module docstring); after `emit()` the
     launch configuration is in `grid`, `block` and `shared_bytes`."""
 
+    fast_extremes = False  # the block reductions combine one accumulator per reduction
+
     def __init__(self, name: str, kernel: Kernel, width: int):
         super().__init__(name, kernel, width, threads=1)
         self.workgroup: list[str] = []  # workgroup-memory attributions of the gpu.func

@@ -13,8 +13,11 @@ import numpy as np
 
 from nova.compiler import cache
 from nova.compiler.codegen.cpu.compile import (
-    compile_to_shared_library,
+    MIN_PARALLEL_TEXT,
+    compile_in_parallel,
+    compile_processes,
     load_function,
+    split_for_processes,
     use_openmp_defaults,
 )
 from nova.compiler.codegen.cpu.attention import emit_attention
@@ -174,24 +177,33 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
         plans.append((k, parts))
     if missing:
         cache.stats["misses"] += len(missing)
-        body = [text for (_, _, text) in missing.values()]
-        text = module_text(body)
-        batch = hashlib.sha256((text + target + cache.CODEGEN_VERSION).encode()).hexdigest()[:24]
-        so = cache.library_path(batch)
-        in_memory_only = so is None
-        if in_memory_only:
-            import tempfile
+        syms = list(missing)
+        sizes = [len(missing[sym][2]) for sym in syms]
+        procs = compile_processes() if sum(sizes) >= MIN_PARALLEL_TEXT else 1
+        jobs, libraries = [], []
+        for group in split_for_processes(sizes, min(procs, len(syms))):
+            names = [syms[i] for i in group]
+            text = module_text([missing[sym][2] for sym in names])
+            batch = hashlib.sha256((text + target + cache.CODEGEN_VERSION).encode()).hexdigest()[:24]
+            so = cache.library_path(batch)
+            in_memory_only = so is None
+            if in_memory_only:
+                import tempfile
 
-            so = os.path.join(tempfile.mkdtemp(prefix="nova-mem-"), batch + ".so")
-        compile_to_shared_library(text, list(missing), so, dump_dir=dump_dir,
-                                  what=f"{len(missing)} kernel(s) {', '.join(list(missing)[:4])}",
-                                  openmp=needs_openmp(text))
-        for sym, (gk, key, _) in missing.items():
-            nargs = len(gk.program.inputs) + len(gk.program.outputs)
-            fn = load_function(so, sym, nargs)
-            cache.memory_put(key, fn)
-            if not in_memory_only:
-                cache.disk_put(key, so, sym, nargs)
+                so = os.path.join(tempfile.mkdtemp(prefix="nova-mem-"), batch + ".so")
+            jobs.append(dict(text=text, func_names=names, so_path=so, dump_dir=dump_dir,
+                             what=f"{len(names)} kernel(s) {', '.join(names[:4])}",
+                             openmp=needs_openmp(text)))
+            libraries.append((names, so, in_memory_only))
+        compile_in_parallel(jobs)
+        for names, so, in_memory_only in libraries:
+            for sym in names:
+                gk, key, _ = missing[sym]
+                nargs = len(gk.program.inputs) + len(gk.program.outputs)
+                fn = load_function(so, sym, nargs)
+                cache.memory_put(key, fn)
+                if not in_memory_only:
+                    cache.disk_put(key, so, sym, nargs)
     for k, parts in plans:
         result[id(k)] = [(gk, cache.memory_get(key)) for gk, key in parts]
     if os.environ.get("NOVA_LOG_COMPILES") == "1":

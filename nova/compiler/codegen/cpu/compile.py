@@ -148,6 +148,84 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
     os.replace(tmp_so, so_path)
 
 
+# --- parallel compilation in forked processes --------------------------------------------------
+# The MLIR bindings hold the GIL through lowering and LLVM (bench/NOTES.md: two Python threads
+# took as long as one after the other), and LLVM's instruction selection is ~85 % of a cold
+# compile. So a large batch is split, and the parts are compiled at once in forked children
+# (they inherit the imported MLIR, a fresh interpreter would pay ~0.3 s to import it) while the
+# parent compiles the first part; every part becomes its own shared library.
+# NOVA_COMPILE_PROCESSES caps the processes (1: no fork); the default is the usable cores.
+# A batch is split only from MIN_PARALLEL_TEXT characters of MLIR on: a fork of a process with
+# a few hundred MB mapped costs milliseconds, a small kernel's compile ~50-100 ms.
+MIN_PARALLEL_TEXT = 20_000
+
+
+def compile_processes() -> int:
+    """How many processes may compile one batch at once (>= 1)."""
+    env = os.environ.get("NOVA_COMPILE_PROCESSES")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"NOVA_COMPILE_PROCESSES must be an integer, got {env!r}") from None
+    if not hasattr(os, "fork"):
+        return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def split_for_processes(sizes: list[int], parts: int) -> list[list[int]]:
+    """Indices of `sizes` (a cost per kernel, here its MLIR text length) in at most `parts`
+    groups of about equal total: largest first, each into the lightest group (LPT scheduling,
+    within 4/3 of the optimum). Groups keep the given order inside; empty groups are dropped."""
+    groups: list[list[int]] = [[] for _ in range(max(1, parts))]
+    load = [0] * len(groups)
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        g = load.index(min(load))
+        groups[g].append(i)
+        load[g] += sizes[i]
+    return [sorted(g) for g in groups if g]
+
+
+def compile_in_parallel(jobs: list[dict]) -> None:
+    """Runs `compile_to_shared_library(**job)` for every job, the first in this process and the
+    others in forked children at the same time. A child that fails (or cannot be forked) has its
+    job compiled again here, so errors surface as this process's CompilerError."""
+    children = []
+    for job in jobs[1:]:
+        try:
+            pid = os.fork()
+        except OSError:
+            children.append((None, job))
+            continue
+        if pid == 0:  # the child: compile, and leave without running the parent's exit hooks
+            code = 1
+            try:
+                compile_to_shared_library(**job)
+                code = 0
+            except BaseException:  # noqa: BLE001 - the parent recompiles and reports
+                pass
+            finally:
+                os._exit(code)
+        children.append((pid, job))
+    try:
+        if jobs:
+            compile_to_shared_library(**jobs[0])
+    finally:
+        failed = []
+        for pid, job in children:
+            ok = False
+            if pid is not None:
+                _, status = os.waitpid(pid, 0)
+                ok = os.waitstatus_to_exitcode(status) == 0 and os.path.exists(job["so_path"])
+            if not ok:
+                failed.append(job)
+    for job in failed:
+        compile_to_shared_library(**job)
+
+
 _omp_preloaded = False
 
 

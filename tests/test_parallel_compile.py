@@ -1,0 +1,70 @@
+"""Cold compiles split a large kernel batch over forked processes (codegen/cpu/compile.py)."""
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova.compiler import backend_cpu
+from nova.compiler.codegen.cpu import compile as cc
+from nova.core.errors import CompilerError
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+
+def test_split_balances_the_text_over_processes():
+    sizes = [50, 10, 40, 30, 20, 5]
+    groups = cc.split_for_processes(sizes, 2)
+    assert sorted(i for g in groups for i in g) == list(range(6))
+    assert all(g == sorted(g) for g in groups)
+    totals = sorted(sum(sizes[i] for i in g) for g in groups)
+    assert totals == [75, 80]
+    assert cc.split_for_processes(sizes, 1) == [list(range(6))]
+    assert cc.split_for_processes([7], 4) == [[0]]
+
+
+def test_compile_processes_reads_the_environment(monkeypatch):
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "3")
+    assert cc.compile_processes() == 3
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "0")
+    assert cc.compile_processes() == 1
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "two")
+    with pytest.raises(ValueError, match="NOVA_COMPILE_PROCESSES.*'two'"):
+        cc.compile_processes()
+
+
+def test_a_batch_compiled_by_two_processes_gives_two_libraries(monkeypatch, tmp_path):
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "2")
+    monkeypatch.setattr(backend_cpu, "MIN_PARALLEL_TEXT", 0)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((40, 24)).astype(np.float32)
+    w = rng.standard_normal((24, 16)).astype(np.float32)
+
+    def f(x, w):  # a matmul, a row reduction and a column reduction: three kernels
+        h = jnp.tanh(x @ w)
+        return jnp.sum(h * h, axis=1), jnp.max(h, axis=0)
+
+    got = nova.jit(f)(x, w)
+    h = np.tanh(x @ w)
+    np.testing.assert_allclose(np.asarray(got[0]), np.sum(h * h, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got[1]), np.max(h, axis=0), rtol=1e-5)
+    libraries = [p for p in glob.glob(str(tmp_path / "cpu" / "lib" / "*.so"))
+                 if "launcher" not in p]
+    assert len(libraries) == 2
+
+
+def test_a_failing_child_job_is_reported_by_the_parent(tmp_path):
+    good = ("func.func @k_good(%a: memref<4xf32>) {\n  return\n}\n")
+    bad = ("func.func @k_bad(%a: memref<4xf32>) {\n  %x = arith.addf %a, %a : f32\n"
+           "  return\n}\n")
+    jobs = [dict(text=good, func_names=["k_good"], so_path=str(tmp_path / "good.so"),
+                 what="kernel k_good"),
+            dict(text=bad, func_names=["k_bad"], so_path=str(tmp_path / "bad.so"),
+                 what="kernel k_bad")]
+    with pytest.raises(CompilerError, match=r"(?s)k_bad.*stage 'parse'"):
+        cc.compile_in_parallel(jobs)
+    assert os.path.exists(tmp_path / "good.so") and not os.path.exists(tmp_path / "bad.so")

@@ -68,3 +68,29 @@ def test_a_failing_child_job_is_reported_by_the_parent(tmp_path):
     with pytest.raises(CompilerError, match=r"(?s)k_bad.*stage 'parse'"):
         cc.compile_in_parallel(jobs)
     assert os.path.exists(tmp_path / "good.so") and not os.path.exists(tmp_path / "bad.so")
+
+
+def test_llvm_options_default_and_override(monkeypatch):
+    monkeypatch.delenv("NOVA_LLVM_OPTIONS", raising=False)
+    assert cc.llvm_options() == cc.LLVM_OPTIONS
+    monkeypatch.setenv("NOVA_LLVM_OPTIONS", "-unroll-threshold=100 -disable-lsr")
+    assert cc.llvm_options() == ("-unroll-threshold=100", "-disable-lsr")
+    monkeypatch.setenv("NOVA_LLVM_OPTIONS", "")
+    assert cc.llvm_options() == ()
+
+
+def test_llvm_options_are_part_of_the_kernel_target(monkeypatch):
+    from nova.compiler import cache
+
+    monkeypatch.delenv("NOVA_LLVM_OPTIONS", raising=False)
+    default = cache.host_target()
+    monkeypatch.setenv("NOVA_LLVM_OPTIONS", "")
+    assert cache.host_target() != default
+
+
+def test_an_unknown_llvm_option_raises_instead_of_ending_the_process(monkeypatch):
+    monkeypatch.setenv("NOVA_LLVM_OPTIONS", "-no-such-llvm-option=3")
+    monkeypatch.setattr(cc, "_llvm_options_set", False)
+    with pytest.raises(ValueError, match="NOVA_LLVM_OPTIONS.*no-such-llvm-option"):
+        cc._set_llvm_options()
+    assert cc._llvm_options_set is False

@@ -43,6 +43,9 @@ def host_target() -> str:
                     break
     except OSError:
         pass
+    from nova.compiler.codegen.cpu.compile import llvm_options
+
+    flags += "|" + " ".join(llvm_options())  # they change the machine code too
     return f"cpu:{platform.machine()}:{hashlib.sha1(flags.encode()).hexdigest()[:12]}"
 
 

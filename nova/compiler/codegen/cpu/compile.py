@@ -79,6 +79,59 @@ def use_openmp_defaults() -> None:
     os.environ.setdefault("KMP_BLOCKTIME", "5")
 
 
+# LLVM command-line options for every kernel compile, set once per process in the libLLVM.so
+# the MLIR bindings use (nothing else in the process shares it). -unroll-threshold=60 (O3's
+# default is 300) stops LLVM from fully unrolling the 96-step reduction loops of a row kernel
+# and from unrolling the matmul's K loop once more on top of the generator's own register tile:
+# LLVM's time on the tiny GPT-2 step's 47 kernels fell from 7.0 to 5.1 s, while 1-thread GEMM at
+# 256-2048 and the fused softmax / layer norm / GELU stayed within the run-to-run noise
+# (bench/NOTES.md). NOVA_LLVM_OPTIONS replaces the list (space-separated; "" for LLVM's
+# defaults). Part of every kernel's cache key (cache.host_target).
+LLVM_OPTIONS = ("-unroll-threshold=60",)
+
+_llvm_options_set = False
+
+
+def llvm_options() -> tuple[str, ...]:
+    """The LLVM options kernels are compiled with (see LLVM_OPTIONS)."""
+    env = os.environ.get("NOVA_LLVM_OPTIONS")
+    return LLVM_OPTIONS if env is None else tuple(env.split())
+
+
+def _set_llvm_options() -> None:
+    """Passes llvm_options() to LLVM's option parser, once per process (LLVM rejects a second
+    occurrence of an option by exiting the process)."""
+    global _llvm_options_set
+    if _llvm_options_set:
+        return
+    _llvm_options_set = True
+    opts = llvm_options()
+    if not opts:
+        return
+    import glob
+
+    import mlir
+
+    libs = [p for d in mlir.__path__
+            for p in glob.glob(os.path.join(os.path.dirname(d), "llvm", "lib", "libLLVM.so*"))]
+    if not libs:  # bindings linked otherwise: compile with LLVM's defaults
+        return
+    if "NOVA_LLVM_OPTIONS" in os.environ:
+        # LLVM's parser ends the process on an option it does not know: ask llc (same LLVM)
+        # first, and raise instead.
+        llc = os.path.join(os.path.dirname(os.path.dirname(libs[0])), "bin", "llc")
+        if os.path.exists(llc):
+            res = subprocess.run([llc, *opts, "-o", os.devnull, os.devnull], capture_output=True,
+                                 text=True)
+            if res.returncode != 0:
+                _llvm_options_set = False
+                raise ValueError(f"NOVA_LLVM_OPTIONS={os.environ['NOVA_LLVM_OPTIONS']!r}: LLVM "
+                                 f"rejects it: {res.stderr.strip()}")
+    llvm = ctypes.CDLL(libs[0])
+    args = [b"nova"] + [o.encode() for o in opts]
+    llvm.LLVMParseCommandLineOptions(len(args), (ctypes.c_char_p * len(args))(*args), None)
+
+
 def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
                               dump_dir: str | None = None, what: str = "kernels",
                               openmp: bool = False) -> None:
@@ -96,6 +149,8 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
     load_mlir()
     from mlir import ir, passmanager
     from mlir.execution_engine import ExecutionEngine
+
+    _set_llvm_options()
 
     omp_lib = openmp_runtime() if openmp else None
     if openmp:

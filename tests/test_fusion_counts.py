@@ -321,3 +321,24 @@ def test_isinf_mask_of_a_bounded_partial_is_dropped_and_nan_still_masked():
 
     program = run_passes(nova.make_program(nova.grad(g, argnums=1))(x, y))
     assert "isinf" in [e.prim.name for e in program.eqns]
+
+
+def test_rank0_values_are_computed_once_before_the_loops():
+    """Bias corrections like 1 - b1**t depend on no loop index: the kernel computes them once
+    before its loops (LLVM left the libm powf call in the loop body, two per vector)."""
+    from nova.compiler.codegen.cpu.loops import emit_loop_kernel
+
+    p = np.random.default_rng(18).standard_normal((64, 96)).astype(np.float32)
+    t = np.array(3, np.int32)
+
+    def f(p, t):
+        c = 1.0 - 0.9 ** t.astype(jnp.float32)
+        return p / c + jnp.sqrt(c)
+
+    kernels = _compiled_kernels(f, p, t)
+    assert len(kernels) == 1
+    (k,) = fuse(run_passes(nova.make_program(f)(p, t))).kernels
+    text = emit_loop_kernel(k.name, k)
+    assert text.count("math.powf") == 1
+    assert text.index("math.powf") < min(text.index(s) for s in ("scf.for", "omp.parallel")
+                                         if s in text)

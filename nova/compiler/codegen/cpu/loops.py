@@ -28,6 +28,7 @@ from nova.compiler.codegen.builder import Value
 from nova.compiler.codegen.cpu.index import _KB, _NoVector, _reshape_map, mem_elem, memref_type
 from nova.compiler.codegen.cpu.movement import MovementMixin
 from nova.compiler.codegen.cpu.row_reduction import RowReductionMixin
+from nova.compiler.fuse import is_reduction
 from nova.compiler.kernel import Kernel
 from nova.core import dtypes
 from nova.core.primitive import Elementwise, IndexMap
@@ -261,6 +262,7 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         if self.stash is not None:
             # The stash goes through the output and is read back: its lines must stay cached.
             self.nontemporal = False
+        self._hoist_scalars()
         for n, i in enumerate(kept):
             step = self.W if (i == vec_axis and self.W) else 1
             if n == 0 and threads > 1:
@@ -305,6 +307,21 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             if n == len(kept) - 1 and threads > 1:
                 self._close_parallel()
         return "\n".join(self.globals + [self._signature()] + b.lines + ["    return", "  }"])
+
+    def _hoist_scalars(self):
+        """Computes the rank-0 values that no loop index reaches (a step count, the bias
+        corrections 1 - b1**t, a learning rate) once, before the loops. LLVM leaves a libm
+        `powf` call inside the loop: the AdamW update paid two per vector of 8 elements."""
+        scalar = {id(v) for v in self.prog.inputs if v.type.shape == ()}
+        for e in self.prog.eqns:
+            if is_reduction(e) or any(o.type.shape != () for o in e.outputs):
+                continue
+            if e.prim.name != "constant" and (not isinstance(e.prim.kernel, Elementwise) or
+                                              not all(id(u) in scalar for u in e.inputs)):
+                continue
+            for o in e.outputs:
+                scalar.add(id(o))
+                self.value(o, ())
 
     def _parallel_for(self, iv: str, n: int, step: int, threads: int):
         """The outermost loop split into one contiguous chunk per OpenMP thread (the kernel stays

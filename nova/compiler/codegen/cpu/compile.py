@@ -14,6 +14,7 @@ import os
 import subprocess
 import tempfile
 import threading
+import warnings
 
 from nova.core.errors import CompilerError
 
@@ -251,7 +252,11 @@ def compile_in_parallel(jobs: list[dict]) -> None:
     children = []
     for job in jobs[1:]:
         try:
-            pid = os.fork()
+            with warnings.catch_warnings():
+                # JAX, when imported, warns about any fork (its threads hold locks a child
+                # using JAX could wait on forever); the child here runs MLIR and LLVM only.
+                warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
+                pid = os.fork()
         except OSError:
             children.append((None, job))
             continue

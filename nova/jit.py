@@ -323,6 +323,7 @@ class JitFunction:
         self._static_nums = set(sa) | {names.index(n) for n in sn if n in names}
         self._static_names = set(sn) | {names[i] for i in sa if 0 <= i < len(names)}
         self._donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
+        self._donated_of: dict = {}  # signature key -> flat indices of the donated leaves
         kinds = {p.kind for p in self._params}
         fname = getattr(f, "__name__", "f")
         if self._params and inspect.Parameter.VAR_POSITIONAL not in kinds:
@@ -381,6 +382,13 @@ class JitFunction:
         """Flat indices of the leaves of the donated positional arguments."""
         if not self._donate:
             return ()
+        cached = self._donated_of.get(sig.key())
+        if cached is not None:
+            return cached
+        self._donated_of[sig.key()] = out = self._donated_leaves_uncached(sig)
+        return out
+
+    def _donated_leaves_uncached(self, sig: _Signature) -> tuple:
         dyn_args, _ = tree_unflatten(sig.tree, list(range(len(sig.avals))))
         out = []
         for i in self._donate:
@@ -445,10 +453,21 @@ class JitFunction:
             return self._inline(trace, sig, leaves, args, kwargs)
         compiled = self._compiled_for(sig, args, kwargs)
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
+        if self._donate:
+            # The executable may overwrite a donated buffer: only an Array whose buffer is
+            # Nova's alone is handed over as it is; NumPy arguments and Arrays sharing memory
+            # with the caller's data are copied first (JAX likewise never writes a NumPy
+            # argument).
+            for k in self._donated_leaves(sig):
+                if not (isinstance(leaves[k], Array) and leaves[k]._owned):
+                    vals[k] = np.array(vals[k], copy=True, order="C")
         raw = compiled._call_flat(vals)
         if config.read("debug_nans") and _has_nan(raw) and not _has_nan(vals):
             _find_first_nan(compiled.program, vals)
-        outs = [Array(o) for o in raw]
+        # An output is the caller's alone unless it is (a view of) an argument's buffer.
+        ins = {id(v) for v in vals}
+        outs = [Array(o, owned=id(o) not in ins and (o.base is None or id(o.base) not in ins))
+                for o in raw]
         self._donate_inputs(args)
         return tree_unflatten(compiled.out_tree, outs)
 

@@ -166,3 +166,40 @@ def test_memory_analysis_reports_bytes_saved_for_backward(backend):
     assert 2048 <= mem["saved_for_backward_bytes"] <= 4 * 2048
     fwd_only = nova.jit(loss).lower(w, x).compile().memory_analysis()
     assert fwd_only["saved_for_backward_bytes"] == 0
+
+
+def test_donation_never_writes_a_numpy_argument_or_memory_the_caller_can_see():
+    """A donated buffer may be overwritten (an intermediate takes it): NumPy arguments, Arrays
+    made by asarray from NumPy data and Arrays whose buffer was handed out by np.asarray are
+    copied first; an Array that only Nova holds (a jitted call's result) is reused in place."""
+    w = np.ones((24, 16), np.float32)
+    f = nova.jit(lambda x, w: (x * 2.0 + 1.0) @ w, donate_argnums=0)
+    want = np.full((40, 16), 72.0, np.float32)
+
+    x = np.ones((40, 24), np.float32)
+    np.testing.assert_array_equal(np.asarray(f(x, w)), want)
+    np.testing.assert_array_equal(x, 1.0)  # the NumPy argument is untouched
+
+    src = np.ones((40, 24), np.float32)
+    a = jnp.asarray(src)
+    np.testing.assert_array_equal(np.asarray(f(a, w)), want)
+    assert a.is_deleted()
+    np.testing.assert_array_equal(src, 1.0)  # asarray shared it; donation copied it
+
+    b = nova.jit(lambda: jnp.ones((40, 24)))()
+    view = np.asarray(b)
+    np.testing.assert_array_equal(np.asarray(f(b, w)), want)
+    np.testing.assert_array_equal(view, 1.0)  # a view handed out before the call
+
+    c = nova.jit(lambda: jnp.ones((40, 24)))()
+    buffer = c._value  # Nova's own buffer: the call may take it for x * 2 + 1
+    np.testing.assert_array_equal(np.asarray(f(c, w)), want)
+    np.testing.assert_array_equal(buffer, 3.0)
+
+
+def test_array_copies_by_default():
+    src = np.arange(6, dtype=np.float32)
+    assert not np.shares_memory(np.asarray(jnp.array(src)), src)
+    assert np.shares_memory(np.asarray(jnp.asarray(src)), src)
+    a = jnp.asarray(src)
+    assert not np.shares_memory(np.asarray(jnp.array(a)), src)

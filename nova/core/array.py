@@ -20,15 +20,20 @@ class Array:
     Arrays too, so `isinstance(x, nova.Array)` holds inside `jit` and `grad` as well.
     """
 
-    __slots__ = ("_value", "_deleted", "_aval", "__weakref__")
+    __slots__ = ("_value", "_deleted", "_aval", "_owned", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, value: np.ndarray):
+    def __init__(self, value: np.ndarray, owned: bool = False):
+        """owned: the buffer is Nova's alone (a fresh result no NumPy view was handed out of), so
+        a jitted call it is donated to may write into it in place; otherwise donation copies it
+        first (an Array made by `asarray` may share memory with the caller's NumPy array)."""
         if value.dtype not in dtypes.SUPPORTED:
             value = value.astype(dtypes.dtype_of_value(value))
+            owned = True
         self._value = value
         self._deleted = False
         self._aval = None
+        self._owned = owned
 
     # --- abstract value ---------------------------------------------------------------------
     @property
@@ -74,7 +79,10 @@ class Array:
         v = self._concrete("np.asarray")
         if dtype is not None and np.dtype(dtype) != v.dtype:
             return v.astype(dtype)
-        return v.copy() if copy else v
+        if copy:
+            return v.copy()
+        self._owned = False  # the caller now holds a view of the buffer
+        return v
 
     def __repr__(self):
         if self._deleted:
@@ -148,6 +156,7 @@ class Array:
         self._value = state["value"]
         self._deleted = False
         self._aval = None
+        self._owned = True  # unpickled: a buffer of its own
 
 
 def from_numpy(value) -> Array:

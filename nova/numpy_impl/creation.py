@@ -27,9 +27,20 @@ def array(object, dtype=None, copy=True):  # noqa: A002 - NumPy's name
     """A new Array from a Python scalar, (nested) list, NumPy array or Array.
 
     Python floats become float32 and ints int32 (JAX's defaults); NumPy arrays keep their dtype
-    when Nova supports it. Raises TypeError for unknown dtypes or unconvertible objects.
+    when Nova supports it. copy=True (the default, as in NumPy) gives the Array a buffer of its
+    own when `object` is a NumPy array or a concrete Array; `asarray` may share the NumPy
+    array's memory instead. Raises TypeError for unknown dtypes or unconvertible objects.
     """
-    return asarray(object, dtype)
+    from nova.core.array import Array
+    from nova.core.trace import Tracer
+
+    a = asarray(object, dtype)
+    if copy and isinstance(object, np.ndarray | Array) and not isinstance(a, Tracer):
+        v = a._concrete("nova.numpy.array")
+        if np.may_share_memory(v, object if isinstance(object, np.ndarray) else
+                               object._concrete("nova.numpy.array")):
+            return Array(np.array(v, copy=True), owned=True)
+    return a
 
 
 def full(shape, fill_value, dtype=None):

@@ -342,3 +342,41 @@ def test_rank0_values_are_computed_once_before_the_loops():
     assert text.count("math.powf") == 1
     assert text.index("math.powf") < min(text.index(s) for s in ("scf.for", "omp.parallel")
                                          if s in text)
+
+
+@pytest.mark.parametrize("shape", [(7, 64), (5, 6, 32), (64, 48), (301, 256)],
+                         ids=["odd-rows", "3d", "2d", "2-threads-uneven"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_sums_run_row_major_with_per_thread_partials(shape, dtype):
+    """Column sums whose full-shape outputs do not read the sums (bias gradients next to the
+    gradient they sum) walk the rows in order, each thread adding into its own partial row;
+    a kernel whose output reads the sums keeps the column-by-column walk. Both match the
+    interpreter (odd row counts split unevenly over the threads)."""
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal(shape).astype(dtype)
+    y = rng.standard_normal(shape).astype(dtype)
+    axes = tuple(range(len(shape) - 1))
+
+    def grads(x, y):  # a GELU-like backward: dh, its column sum and sum(dh * x)
+        dh = y * (1.0 + jnp.tanh(x)) * 0.5
+        return dh, jnp.sum(dh, axes), jnp.sum(dh * x, axes)
+
+    def normalized(x, y):  # the full output reads the sums
+        return x / jnp.sum(x * x, axes)
+
+    _compiled_kernels(grads, x, y)
+    _compiled_kernels(normalized, x, y)
+    for f, want in ((grads, True), (normalized, False)):
+        program = run_passes(nova.make_program(f)(x, y))
+        exe = compile_program(program)
+        col = [l.kernel.schedule for l in exe.launches
+               if l.kernel is not None and l.kernel.schedule.get("red_axes") == axes]
+        assert col and all(sc["column_partials"] is want for sc in col)
+        if shape[0] > 300:
+            assert all(sc["threads"] == matmul_host_cores() for sc in col)
+
+
+def matmul_host_cores() -> int:
+    from nova.compiler.codegen.cpu.matmul import host_device
+
+    return host_device().cores

@@ -31,6 +31,7 @@ from nova.compiler.codegen.cpu.row_reduction import RowReductionMixin
 from nova.compiler.fuse import is_reduction
 from nova.compiler.kernel import Kernel
 from nova.core import dtypes
+from nova.core.ir import TensorType
 from nova.core.primitive import Elementwise, IndexMap
 
 __all__ = ["LoopKernelEmitter", "MIN_THREADED_ELEMENTS", "emit_loop_kernel", "mem_elem",
@@ -263,6 +264,10 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             # The stash goes through the output and is read back: its lines must stay cached.
             self.nontemporal = False
         self._hoist_scalars()
+        self.k.schedule["column_partials"] = self._column_partials_ok(levels, threads)
+        if self.k.schedule["column_partials"]:
+            self._emit_column_partials(levels[0], threads)
+            return "\n".join(self.globals + [self._signature()] + b.lines + ["    return", "  }"])
         for n, i in enumerate(kept):
             step = self.W if (i == vec_axis and self.W) else 1
             if n == 0 and threads > 1:
@@ -308,6 +313,103 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
                 self._close_parallel()
         return "\n".join(self.globals + [self._signature()] + b.lines + ["    return", "  }"])
 
+    # --- column reductions as row-major passes with per-thread partial sums ----------------------
+    def _column_partials_ok(self, levels, threads: int) -> bool:
+        """Column sums (the last axis kept, every other axis reduced: bias gradients, dgamma and
+        dbeta) whose full-shape outputs do not read the sums, with partials that fit in L1.
+        Walking down the columns reads one cache line per row with a stride of a whole row, and
+        the full-shape outputs took a second such walk: the GELU-backward + bias-gradient kernel
+        of the tiny GPT-2 step ran at 2.3x the time of the same work row-major."""
+        S, A = self.S, self.A
+        if not (self.col and self.W and len(levels) == 1 and A == tuple(range(len(S) - 1))):
+            return False
+        reds = levels[0]
+        if not all(r.prim.name == "reduce_sum" and r.outputs[0].type.dtype in
+                   (dtypes.float32, dtypes.float64) for r in reds):
+            return False
+        if S[0] < 2 * threads or len(reds) * S[-1] * 8 * threads > 256 * 1024:
+            return False
+        sums = {id(r.outputs[0]) for r in reds}
+        full = [v for _, v in self.out_args if v.type.shape == S]
+        return not any(self._reads_any(v, sums) for v in full)
+
+    def _reads_any(self, root, ids) -> bool:
+        seen, stack = set(), [root]
+        while stack:
+            v = stack.pop()
+            if id(v) in ids:
+                return True
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            e = self.prod.get(id(v))
+            if e is not None:
+                stack.extend(e.inputs)
+        return False
+
+    def _emit_column_partials(self, reds, threads: int):
+        """Rows split over the threads (the outermost axis), each thread adding its rows into its
+        own row of a (threads, columns) scratch per sum while it writes the full-shape outputs
+        row-major; after the parallel region one pass adds the threads' rows and stores the
+        per-column outputs. The scratch starts at zero, so a thread the runtime did not start
+        adds nothing."""
+        b, S, W = self.b, self.S, self.W
+        C, n = S[-1], len(S)
+        full_outs = [(nm, v) for nm, v in self.out_args if v.type.shape == S]
+        col_outs = [(nm, v) for nm, v in self.out_args if v.type.shape == (C,)]
+        scratch = []
+        for k, r in enumerate(reds):
+            t = TensorType((threads, C), r.outputs[0].type.dtype)
+            name = f"%part{k}"
+            b.emit(f"{name} = memref.alloca() {{alignment = 64 : i64}} : {memref_type(t)}")
+            scratch.append((name, t))
+        self._for("zt", threads, 1)
+        self._for("zc", C, W)
+        for name, t in scratch:
+            zero = b.const(0.0, t.dtype, W)
+            b.emit(f"vector.store {zero.name}, {name}[%zt, %zc] : {memref_type(t)}, {zero.type}")
+        self._end()
+        self._end()
+        lo, hi = self._thread_span(S[0], 1, threads)
+        tid = self.thread_id
+        self._for_range("i0", lo, hi, 1)
+        ivs = {0: Value("%i0", "index")}
+        for a in range(1, n - 1):
+            self._for(f"i{a}", S[a], 1)
+            ivs[a] = Value(f"%i{a}", "index")
+        self._for(f"i{n - 1}", C, W)
+        ivs[n - 1] = Value(f"%i{n - 1}", "index")
+        self.vec_iv = f"%i{n - 1}"
+        idx = tuple(ivs[a] for a in range(n))
+        for r, (name, t) in zip(reds, scratch, strict=True):
+            x = self.value(r.inputs[0], idx)
+            if not x.width:
+                x = b.splat(x, W)
+            vt = f"vector<{W}x{mem_elem(t.dtype)}>"
+            acc = b.op(f"vector.load {name}[{tid.name}, {idx[-1].name}] : {memref_type(t)}, {vt}",
+                       t.dtype, W)
+            b.emit(f"vector.store {b.add(acc, x).name}, {name}[{tid.name}, {idx[-1].name}] : "
+                   f"{memref_type(t)}, {vt}")
+        self._store_outputs(full_outs, ivs, S)
+        for _ in range(n):
+            self._end()
+        self._close_parallel()
+        # The per-column outputs: the threads' partial sums added in thread order.
+        self._for("c", C, W)
+        c = Value("%c", "index")
+        self.vec_iv = "%c"
+        for r, (name, t) in zip(reds, scratch, strict=True):
+            vt = f"vector<{W}x{mem_elem(t.dtype)}>"
+            total = None
+            for k in range(threads):
+                part = b.op(f"vector.load {name}[{b.const(k, 'index').name}, %c] : "
+                            f"{memref_type(t)}, {vt}", t.dtype, W)
+                total = part if total is None else b.add(total, part)
+            self.row_vals[id(r.outputs[0])] = total
+        self.kept_names, self.kept_sizes = ["%c"], [C]
+        self._store_outputs(col_outs, {0: c}, (C,), row=True)
+        self._end()
+
     def _hoist_scalars(self):
         """Computes the rank-0 values that no loop index reaches (a step count, the bias
         corrections 1 - b1**t, a learning rate) once, before the loops. LLVM leaves a libm
@@ -347,6 +449,7 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         lo = b.op(f"arith.muli {tid.name}, {span.name} : index", "index", 0)
         hi0 = b.op(f"arith.addi {lo.name}, {span.name} : index", "index", 0)
         hi = b.op(f"arith.minui {hi0.name}, {b.const(n, 'index').name} : index", "index", 0)
+        self.thread_id = tid
         return lo, hi
 
     def _close_parallel(self):

@@ -371,7 +371,7 @@ def test_column_sums_run_row_major_with_per_thread_partials(shape, dtype):
         exe = compile_program(program)
         col = [l.kernel.schedule for l in exe.launches
                if l.kernel is not None and l.kernel.schedule.get("red_axes") == axes]
-        assert col and all(sc["column_partials"] is want for sc in col)
+        assert col and all(sc["row_major_partials"] is want for sc in col)
         if shape[0] > 300:
             assert all(sc["threads"] == matmul_host_cores() for sc in col)
 

@@ -264,8 +264,8 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             # The stash goes through the output and is read back: its lines must stay cached.
             self.nontemporal = False
         self._hoist_scalars()
-        self.k.schedule["column_partials"] = self._column_partials_ok(levels, threads)
-        if self.k.schedule["column_partials"]:
+        self.k.schedule["row_major_partials"] = self._column_partials_ok(levels, threads)
+        if self.k.schedule["row_major_partials"]:
             self._emit_column_partials(levels[0], threads)
             return "\n".join(self.globals + [self._signature()] + b.lines + ["    return", "  }"])
         for n, i in enumerate(kept):

@@ -181,6 +181,14 @@ def _peak_bytes(program: Program) -> tuple[int, int]:
                       program.outputs)
 
 
+def _wrap_outputs(raw: list, values: list) -> list:
+    """Arrays of an executable's outputs; one is Nova's own buffer (`owned`) unless it is an
+    argument or a view of one."""
+    ins = {id(v) for v in values}
+    return [Array(o, owned=id(o) not in ins and (o.base is None or id(o.base) not in ins))
+            for o in raw]
+
+
 class Compiled:
     """A compiled program for one signature: call it, read its text, costs and memory."""
 
@@ -251,8 +259,29 @@ class Compiled:
             "peak_bytes": peak,
         }
 
-    def _call_flat(self, values: list) -> list:
+    def _call_flat(self, values: list, leaves=None) -> list:
+        """Runs the executable on flat values. `leaves` (the arguments' leaves) lets a donated
+        buffer that the executable overwrites be handed over as it is when it is Nova's alone
+        (an owned Array); any other (a NumPy argument, an Array sharing the caller's memory) is
+        copied first: JAX likewise never writes a NumPy argument."""
+        for k in self._overwritten():
+            leaf = leaves[k] if leaves is not None else None
+            if not (isinstance(leaf, Array) and leaf._owned):
+                values[k] = np.array(values[k], copy=True, order="C")
         return self._exe(values)
+
+    def _overwritten(self) -> tuple:
+        """Flat indices of the donated arguments whose buffers the executable writes (those an
+        intermediate takes in place); all donated ones when the executable does not say."""
+        cached = getattr(self, "_overwritten_cache", None)
+        if cached is None:
+            donated = self._fn._donated_leaves(self._sig) if self._fn else ()
+            reused = getattr(self._exe, "reused_inputs", None)
+            if callable(reused):
+                taken = reused()
+                donated = tuple(k for k in donated if k in taken)
+            self._overwritten_cache = cached = donated
+        return cached
 
     def __call__(self, *args, **kwargs):
         leaves, sig = self._fn._flatten_args(args, kwargs)
@@ -262,7 +291,10 @@ class Compiled:
                 + _describe_change(self._sig, sig)
             )
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
-        outs = [Array(o) for o in self._call_flat(vals)]
+        raw = self._call_flat(vals, leaves)
+        outs = _wrap_outputs(raw, vals)
+        if self._fn is not None:
+            self._fn._donate_inputs(args)
         return tree_unflatten(self.out_tree, outs)
 
 
@@ -453,21 +485,10 @@ class JitFunction:
             return self._inline(trace, sig, leaves, args, kwargs)
         compiled = self._compiled_for(sig, args, kwargs)
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
-        if self._donate:
-            # The executable may overwrite a donated buffer: only an Array whose buffer is
-            # Nova's alone is handed over as it is; NumPy arguments and Arrays sharing memory
-            # with the caller's data are copied first (JAX likewise never writes a NumPy
-            # argument).
-            for k in self._donated_leaves(sig):
-                if not (isinstance(leaves[k], Array) and leaves[k]._owned):
-                    vals[k] = np.array(vals[k], copy=True, order="C")
-        raw = compiled._call_flat(vals)
+        raw = compiled._call_flat(vals, leaves)
         if config.read("debug_nans") and _has_nan(raw) and not _has_nan(vals):
             _find_first_nan(compiled.program, vals)
-        # An output is the caller's alone unless it is (a view of) an argument's buffer.
-        ins = {id(v) for v in vals}
-        outs = [Array(o, owned=id(o) not in ins and (o.base is None or id(o.base) not in ins))
-                for o in raw]
+        outs = _wrap_outputs(raw, vals)
         self._donate_inputs(args)
         return tree_unflatten(compiled.out_tree, outs)
 

@@ -203,3 +203,18 @@ def test_array_copies_by_default():
     assert np.shares_memory(np.asarray(jnp.asarray(src)), src)
     a = jnp.asarray(src)
     assert not np.shares_memory(np.asarray(jnp.array(a)), src)
+
+
+def test_compiled_calls_protect_and_delete_donated_arguments_too():
+    """`jit(f).lower(...).compile()` calls follow the same donation rules as `jit(f)(...)`, and
+    only arguments an intermediate actually takes are copied."""
+    w = np.ones((24, 16), np.float32)
+    f = nova.jit(lambda x, w: (x * 2.0 + 1.0) @ w, donate_argnums=(0, 1))
+    x = np.ones((40, 24), np.float32)
+    compiled = f.lower(x, w).compile()
+    assert compiled._overwritten() == (0,)  # x * 2 + 1 takes x's buffer; w is only read
+    np.testing.assert_array_equal(np.asarray(compiled(x, w)), np.full((40, 16), 72.0))
+    np.testing.assert_array_equal(x, 1.0)
+    a = jnp.asarray(x)
+    compiled(a, w)
+    assert a.is_deleted()

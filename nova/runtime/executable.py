@@ -286,6 +286,11 @@ class CPUExecutable:
                     addr[s] = _address(o)
         return [env[s] for s in self.output_slots]
 
+    def reused_inputs(self) -> frozenset:
+        """Program input slots whose buffers an intermediate takes in place (donated inputs the
+        memory plan reuses): the only arguments a call writes into."""
+        return frozenset(r for r in self.aliases.values() if r < self.n_inputs)
+
     def as_text(self) -> str:
         return self.text
 

@@ -545,8 +545,11 @@ def jit(
 
     static_argnums/static_argnames: arguments treated as compile-time constants (must be
     hashable; a new value retraces). donate_argnums: arguments whose buffers the call may reuse for
-    its outputs; the donated Arrays are deleted after the call (using them raises
-    DeletedArrayError). Usable as `@jit` or `@jit(static_argnums=...)`.
+    its intermediates; the donated Arrays are deleted after the call (using them raises
+    DeletedArrayError). A buffer the caller can still see is never written: a NumPy argument, an
+    Array made by `asarray` from NumPy data or one whose values went out through `np.asarray`
+    is copied first (only when the program would reuse it). Usable as `@jit` or
+    `@jit(static_argnums=...)`.
     """
     if f is None:
         return lambda g: jit(g, static_argnums=static_argnums, static_argnames=static_argnames,

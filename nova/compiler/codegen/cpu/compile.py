@@ -249,27 +249,33 @@ def compile_in_parallel(jobs: list[dict]) -> None:
     """Runs `compile_to_shared_library(**job)` for every job, the first in this process and the
     others in forked children at the same time. A child that fails (or cannot be forked) has its
     job compiled again here, so errors surface as this process's CompilerError."""
+    global _lock
     children = []
-    for job in jobs[1:]:
-        try:
-            with warnings.catch_warnings():
-                # JAX, when imported, warns about any fork (its threads hold locks a child
-                # using JAX could wait on forever); the child here runs MLIR and LLVM only.
-                warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
-                pid = os.fork()
-        except OSError:
-            children.append((None, job))
-            continue
-        if pid == 0:  # the child: compile, and leave without running the parent's exit hooks
-            code = 1
+    # Forks happen while this process holds the compile lock, so that no other thread of it is
+    # inside MLIR or LLVM (whose internal locks a child would inherit held); the child starts
+    # with a lock of its own.
+    with _lock:
+        for job in jobs[1:]:
             try:
-                compile_to_shared_library(**job)
-                code = 0
-            except BaseException:  # noqa: BLE001 - the parent recompiles and reports
-                pass
-            finally:
-                os._exit(code)
-        children.append((pid, job))
+                with warnings.catch_warnings():
+                    # JAX, when imported, warns about any fork (its threads hold locks a child
+                    # using JAX could wait on forever); the child here runs MLIR and LLVM only.
+                    warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
+                    pid = os.fork()
+            except OSError:
+                children.append((None, job))
+                continue
+            if pid == 0:  # the child: compile, and leave without running the exit hooks
+                code = 1
+                try:
+                    _lock = threading.Lock()
+                    compile_to_shared_library(**job)
+                    code = 0
+                except BaseException:  # noqa: BLE001 - the parent recompiles and reports
+                    pass
+                finally:
+                    os._exit(code)
+            children.append((pid, job))
     try:
         if jobs:
             compile_to_shared_library(**jobs[0])

@@ -374,6 +374,13 @@ def test_column_sums_run_row_major_with_per_thread_partials(shape, dtype):
         assert col and all(sc["row_major_partials"] is want for sc in col)
         if shape[0] > 300:
             assert all(sc["threads"] == matmul_host_cores() for sc in col)
+    from nova.compiler.codegen.cpu.loops import emit_loop_kernel
+
+    for k in fuse(run_passes(nova.make_program(grads)(x, y))).kernels:
+        if k.kind == "loop" and k.schedule.get("red_axes") == axes:
+            text = emit_loop_kernel(k.name, k)
+            # one thread: plain loops, no OpenMP region around them
+            assert ("omp.parallel" in text) is (k.schedule["threads"] > 1)
 
 
 def matmul_host_cores() -> int:

@@ -316,7 +316,8 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
     # --- column reductions as row-major passes with per-thread partial sums ----------------------
     def _column_partials_ok(self, levels, threads: int) -> bool:
         """Column sums (the last axis kept, every other axis reduced: bias gradients, dgamma and
-        dbeta) whose full-shape outputs do not read the sums, with partials that fit in L1.
+        dbeta) whose full-shape outputs do not read the sums, with at most 256 KiB of partials
+        (a stack scratch, see _emit_column_partials).
         Walking down the columns reads one cache line per row with a stride of a whole row, and
         the full-shape outputs took a second such walk: the GELU-backward + bias-gradient kernel
         of the tiny GPT-2 step ran at 2.3x the time of the same work row-major."""
@@ -370,8 +371,12 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             b.emit(f"vector.store {zero.name}, {name}[%zt, %zc] : {memref_type(t)}, {zero.type}")
         self._end()
         self._end()
-        lo, hi = self._thread_span(S[0], 1, threads)
-        tid = self.thread_id
+        if threads > 1:
+            lo, hi = self._thread_span(S[0], 1, threads)
+            tid = self.thread_id
+        else:  # no parallel region for a single thread
+            lo, hi = b.const(0, "index"), b.const(S[0], "index")
+            tid = b.const(0, "index")
         self._for_range("i0", lo, hi, 1)
         ivs = {0: Value("%i0", "index")}
         for a in range(1, n - 1):
@@ -393,7 +398,8 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         self._store_outputs(full_outs, ivs, S)
         for _ in range(n):
             self._end()
-        self._close_parallel()
+        if threads > 1:
+            self._close_parallel()
         # The per-column outputs: the threads' partial sums added in thread order.
         self._for("c", C, W)
         c = Value("%c", "index")

@@ -278,6 +278,10 @@ def _spawn(framework, config, steps, warmup, threads, cache_dir):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
                OPENBLAS_NUM_THREADS=str(threads), NOVA_CACHE_DIR=cache_dir,
                PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    # Bytecode caching as users have it: pip compiled the peers' .pyc files at install time,
+    # while Nova runs from this checkout, so PYTHONDONTWRITEBYTECODE (set on the development
+    # machine) would charge only Nova ~0.3 s of compiling its own source on every first step.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd = [sys.executable, __file__, "--worker", framework, "--config", config,
            "--steps", str(steps), "--warmup", str(warmup)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)

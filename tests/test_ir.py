@@ -137,3 +137,22 @@ def test_backward_equations_carry_the_forward_line():
     # the backward of exp multiplies by exp(x): its equations carry exp's forward line
     muls = [e for e in p.eqns if e.prim.name == "mul" and e.source == fwd.source]
     assert muls, [(e.prim.name, e.source) for e in p.eqns]
+
+
+def test_tensor_types_are_interned_immutable_values():
+    import pickle
+
+    a = TensorType((2, 3), np.float32)
+    assert TensorType([2, 3], "float32") is a
+    assert TensorType((np.int64(2), 3), np.dtype("f4")) is a
+    assert a == TensorType((2, 3), np.float32) and hash(a) == hash(TensorType((2, 3), "f4"))
+    assert a != TensorType((3, 2), np.float32) and a != TensorType((2, 3), np.float64)
+    assert (a.shape, a.dtype, a.size, a.nbytes, a.ndim, str(a)) == (
+        (2, 3), np.dtype(np.float32), 6, 24, 2, "tensor<2x3xf32>")
+    assert pickle.loads(pickle.dumps(a)) is a
+    with pytest.raises(AttributeError, match="immutable"):
+        a.shape = (6,)
+    with pytest.raises(TypeError):
+        TensorType(3, np.float32)
+    with pytest.raises(TypeError):
+        TensorType((2,), "not-a-dtype")

@@ -21,26 +21,68 @@ from nova.core import dtypes
 INLINE_CONSTANT_LIMIT = 16
 
 
-@dataclass(frozen=True)
 class TensorType:
-    """The abstract value of an array: static shape and dtype."""
+    """The abstract value of an array: static shape (a tuple of ints) and dtype (np.dtype).
 
-    shape: tuple
-    dtype: np.dtype
+    Immutable and interned: `TensorType((8, 64), np.float32)` returns the one instance for that
+    shape and dtype, so the tens of thousands of types a trace and the compiler create cost a
+    dictionary lookup each and compare by identity first. Raises TypeError for a shape that is
+    not a sequence of integers or a dtype NumPy does not know.
+    """
 
-    def __post_init__(self):
-        shape = tuple(int(d) for d in self.shape)
-        dtype = np.dtype(self.dtype)
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "dtype", dtype)
-        # Derived once: the compiler asks for sizes and prints types many thousand times.
-        size = 1
-        for d in shape:
-            size *= d
-        object.__setattr__(self, "_size", size)
-        el = dtypes.MLIR_NAME[dtype]
-        text = "tensor<" + "".join(f"{d}x" for d in shape) + f"{el}>"
-        object.__setattr__(self, "_text", text)
+    __slots__ = ("shape", "dtype", "_size", "_text", "_hash")
+    _interned: dict = {}
+
+    def __new__(cls, shape, dtype):
+        key = None
+        try:
+            key = (shape if type(shape) is tuple else tuple(shape), dtype)
+            return cls._interned[key]
+        except (KeyError, TypeError):
+            pass
+        shape = tuple(int(d) for d in shape)
+        dtype = np.dtype(dtype)
+        canon = (shape, dtype)
+        self = cls._interned.get(canon)
+        if self is None:
+            self = object.__new__(cls)
+            setattr_ = object.__setattr__
+            setattr_(self, "shape", shape)
+            setattr_(self, "dtype", dtype)
+            # Derived once: the compiler asks for sizes and prints types many thousand times.
+            size = 1
+            for d in shape:
+                size *= d
+            setattr_(self, "_size", size)
+            el = dtypes.MLIR_NAME[dtype]
+            setattr_(self, "_text", "tensor<" + "".join(f"{d}x" for d in shape) + f"{el}>")
+            setattr_(self, "_hash", hash(canon))
+            cls._interned[canon] = self
+        if key is not None:
+            try:
+                cls._interned[key] = self
+            except TypeError:
+                pass  # an unhashable spelling of the dtype: found again by its canonical key
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"TensorType is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"TensorType is immutable (cannot delete {name!r})")
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if not isinstance(other, TensorType):
+            return NotImplemented
+        return self.shape == other.shape and self.dtype == other.dtype
+
+    def __hash__(self):
+        return self._hash
+
+    def __reduce__(self):
+        return (TensorType, (self.shape, self.dtype))
 
     @property
     def ndim(self) -> int:
@@ -162,6 +204,11 @@ class _Printer:
         return n
 
     def attr(self, val) -> str:
+        cls = type(val)
+        if cls is int:
+            return str(val)
+        if cls is tuple and all(type(x) is int for x in val):
+            return "[" + ", ".join([str(x) for x in val]) + "]"
         if val is None:
             return "none"
         if isinstance(val, bool | np.bool_):
@@ -193,16 +240,21 @@ class _Printer:
         raise IRError(f"cannot print attribute of type {type(val).__name__}: {val!r}")
 
     def eqn(self, e: Eqn) -> str:
-        ins = ", ".join(self.name(v) for v in e.inputs)
-        outs = ", ".join(self.define(v) for v in e.outputs)
+        names = self.names
+        ins = ", ".join([names[id(v)] for v in e.inputs])
+        outs = ", ".join([self.define(v) for v in e.outputs])
         attrs = ""
         if e.params:
             attrs = (
-                " {" + ", ".join(f"{k} = {self.attr(v)}" for k, v in sorted(e.params.items())) + "}"
+                " {" + ", ".join([f"{k} = {self.attr(v)}" for k, v in sorted(e.params.items())])
+                + "}"
             )
-        in_t = "(" + ", ".join(str(v.type) for v in e.inputs) + ")"
-        out_ts = [str(v.type) for v in e.outputs]
-        out_t = out_ts[0] if len(out_ts) == 1 else "(" + ", ".join(out_ts) + ")"
+        in_t = "(" + ", ".join([v.type._text for v in e.inputs]) + ")"
+        outputs = e.outputs
+        if len(outputs) == 1:
+            out_t = outputs[0].type._text
+        else:
+            out_t = "(" + ", ".join([v.type._text for v in outputs]) + ")"
         sep = " " if ins else ""
         line = f"{outs} = nova.{e.prim.name}{sep}{ins}{attrs} : {in_t} -> {out_t}"
         if self.debug_info and e.source:

@@ -181,10 +181,15 @@ def _peak_bytes(program: Program) -> tuple[int, int]:
                       program.outputs)
 
 
-def _wrap_outputs(raw: list, values: list) -> list:
+def _data_address(v) -> int:
+    return v.__array_interface__["data"][0] if isinstance(v, np.ndarray) else id(v)
+
+
+def _wrap_outputs(raw: list, values: list, handed_over=()) -> list:
     """Arrays of an executable's outputs; one is Nova's own buffer (`owned`) unless it is an
-    argument or a view of one."""
-    ins = {id(v) for v in values}
+    argument or a view of one. handed_over: flat indices of donated arguments whose buffers
+    the executable wrote (an output written over one is Nova's: the argument is deleted)."""
+    ins = {id(v) for k, v in enumerate(values) if k not in handed_over}
     return [Array(o, owned=id(o) not in ins and (o.base is None or id(o.base) not in ins))
             for o in raw]
 
@@ -259,15 +264,25 @@ class Compiled:
             "peak_bytes": peak,
         }
 
-    def _call_flat(self, values: list, leaves=None) -> list:
+    def _call_flat(self, values: list, leaves=None, keep_inputs: bool = False) -> list:
         """Runs the executable on flat values. `leaves` (the arguments' leaves) lets a donated
         buffer that the executable overwrites be handed over as it is when it is Nova's alone
-        (an owned Array); any other (a NumPy argument, an Array sharing the caller's memory) is
-        copied first: JAX likewise never writes a NumPy argument."""
-        for k in self._overwritten():
-            leaf = leaves[k] if leaves is not None else None
-            if not (isinstance(leaf, Array) and leaf._owned):
-                values[k] = np.array(values[k], copy=True, order="C")
+        (an owned Array that no other argument shares); any other (a NumPy argument, an Array
+        sharing the caller's memory, one passed twice) is copied first: JAX likewise never
+        writes a NumPy argument. keep_inputs: copy every overwritten argument (`values` stay
+        intact, e.g. for debug_nans to re-run them)."""
+        overwritten = self._overwritten()
+        if overwritten:
+            values = list(values)
+            addresses: dict = {}
+            for v in values:
+                a = _data_address(v)
+                addresses[a] = addresses.get(a, 0) + 1
+            for k in overwritten:
+                leaf = leaves[k] if leaves is not None else None
+                mine = isinstance(leaf, Array) and leaf._owned
+                if keep_inputs or not mine or addresses.get(_data_address(values[k]), 0) > 1:
+                    values[k] = np.array(values[k], copy=True, order="C")
         return self._exe(values)
 
     def _overwritten(self) -> tuple:
@@ -292,7 +307,7 @@ class Compiled:
             )
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
         raw = self._call_flat(vals, leaves)
-        outs = _wrap_outputs(raw, vals)
+        outs = _wrap_outputs(raw, vals, self._overwritten())
         if self._fn is not None:
             self._fn._donate_inputs(args)
         return tree_unflatten(self.out_tree, outs)
@@ -312,6 +327,7 @@ class Lowered:
         if self._program is None:
             from nova.compiler.pipeline import run_passes
 
+            self._traced.verify()
             self._program = run_passes(self._traced.program)
         return self._program
 
@@ -331,6 +347,15 @@ class Traced:
         self.out_tree = out_tree
         self._sig = sig
         self._fn = fn
+
+    _verified = False
+
+    def verify(self) -> None:
+        """Checks the traced Program (SSA form, every equation's shape rule) once; raises
+        nova.IRError naming the first bad equation."""
+        if not self._verified:
+            self.program.verify()
+            self._verified = True
 
     def as_text(self) -> str:
         return self.program.as_text()
@@ -444,8 +469,13 @@ class JitFunction:
             out_leaves, out_tree = tree_flatten(out)
             program = trace.to_program(out_leaves)
         end_trace(trace)
-        program.verify()
-        return Traced(program, out_tree, sig, self)
+        traced = Traced(program, out_tree, sig, self)
+        if config.verify_passes:
+            traced.verify()
+        # Otherwise the compiler verifies it before its first pass; a program found in the
+        # executable cache has the text of one that was verified when it was compiled, and
+        # every equation's types already came from its shape rule as it was traced.
+        return traced
 
     def trace(self, *args, **kwargs) -> Traced:
         """Traces f for the signature of these arguments (arrays or ShapeDtypeStructs)."""
@@ -485,10 +515,11 @@ class JitFunction:
             return self._inline(trace, sig, leaves, args, kwargs)
         compiled = self._compiled_for(sig, args, kwargs)
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
-        raw = compiled._call_flat(vals, leaves)
-        if config.read("debug_nans") and _has_nan(raw) and not _has_nan(vals):
+        debug_nans = config.read("debug_nans")
+        raw = compiled._call_flat(vals, leaves, keep_inputs=debug_nans)
+        if debug_nans and _has_nan(raw) and not _has_nan(vals):
             _find_first_nan(compiled.program, vals)
-        outs = _wrap_outputs(raw, vals)
+        outs = _wrap_outputs(raw, vals, compiled._overwritten())
         self._donate_inputs(args)
         return tree_unflatten(compiled.out_tree, outs)
 

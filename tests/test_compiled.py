@@ -376,6 +376,59 @@ def test_donated_inputs_are_reused_in_place():
     assert p.is_deleted()
 
 
+def test_program_outputs_take_donated_buffers():
+    """A training-style update writes its results over the donated inputs: the memory plan
+    aliases the output slots to the input slots, the planned peak drops by their bytes, the
+    caller's new Arrays are Nova's own (so the next call copies nothing) and keep the same
+    buffers from step to step."""
+    f = nova.jit(lambda p, m, g: (p - 0.1 * (m * 0.9 + g), m * 0.9 + g), donate_argnums=(0, 1))
+    p, m, g = jnp.ones((256, 128)), jnp.zeros((256, 128)), jnp.ones((256, 128))
+    c = f.lower(p, m, g).compile()
+    exe = c._exe
+    out_roots = {exe.plan.aliases.get(s) for s in exe.output_slots}
+    assert out_roots == {0, 1}
+    assert exe.memory_analysis()["in_place"] >= 2
+    kept = nova.jit(lambda p, m, g: (p - 0.1 * (m * 0.9 + g), m * 0.9 + g)).lower(p, m, g)
+    assert exe.plan.peak_bytes == kept.compile()._exe.plan.peak_bytes - 2 * 256 * 128 * 4
+
+    p, m = f(p, m, g)
+    assert p._owned and m._owned
+    addresses = (p._value.ctypes.data, m._value.ctypes.data)
+    want_p, want_m = np.full((256, 128), 0.9, np.float32), np.ones((256, 128), np.float32)
+    for _ in range(3):
+        p, m = f(p, m, g)
+        want_m = want_m * 0.9 + 1.0
+        want_p = want_p - 0.1 * want_m
+    assert (p._value.ctypes.data, m._value.ctypes.data) == addresses
+    assert_close(p, want_p, rtol=1e-5)
+    assert_close(m, want_m, rtol=1e-5)
+
+
+def test_a_donated_buffer_passed_twice_is_copied_before_it_is_written():
+    """p's buffer is taken by the first result, and q is read by a later kernel: when the same
+    Array is passed as both, the donated copy must not be the one both read."""
+    rng = np.random.default_rng(3)
+    f = nova.jit(lambda p, q: (p * 2.0 + 1.0, jnp.tanh((p * 2.0 + 1.0) @ q)), donate_argnums=0)
+    x_np = (rng.standard_normal((64, 64)) * 0.1).astype(np.float32)
+    x = nova.jit(lambda: jnp.asarray(x_np) + 0.0)()
+    assert x._owned
+    c = f.lower(x, x).compile()
+    assert c._overwritten() == (0,)
+    a, b = f(x, x)
+    assert_close(a, x_np * 2 + 1, rtol=1e-6)
+    assert_close(b, np.tanh((x_np * 2 + 1) @ x_np), rtol=1e-4, atol=1e-5)
+
+
+def test_allocate_arena_alignment_and_pages():
+    from nova.runtime.executable import SMALL_PAGE_ARENA_MIN, allocate_arena
+
+    for n in (100, SMALL_PAGE_ARENA_MIN, SMALL_PAGE_ARENA_MIN + 12345):
+        a = allocate_arena(n)
+        assert a.dtype == np.uint8 and a.shape == (n,) and a.ctypes.data % 64 == 0
+        a[:] = 7  # writable end to end
+        assert int(a[-1]) == 7
+
+
 def test_mlp_bias_gelu_in_matmul_epilogue_and_schedule():
     rng = np.random.default_rng(6)
     x = rng.standard_normal((64, 96)).astype(np.float32)

@@ -6,7 +6,10 @@ lifetimes [first write, last read] do not overlap (first-fit by decreasing size,
 aligned). A launch may also write an output over an input that dies at that launch when the
 kernel reads each input element only at the index it writes (an elementwise loop kernel): the
 output then takes the input's buffer, in place. A donated program input (`donate_argnums`)
-may be reused the same way. Program outputs are fresh arrays handed to the caller.
+may be reused the same way, by intermediates and by program outputs: a training step's new
+parameters are written over the donated old ones (no allocation, no page faults, and the old
+and new parameters are never both held). Other program outputs are fresh arrays handed to the
+caller.
 """
 
 from __future__ import annotations
@@ -103,25 +106,41 @@ def plan_memory(launches, n_inputs: int, output_slots, slot_types: dict, donated
     plan = MemoryPlan()
     planned = [s for s in first if s not in outputs and s >= n_inputs
                and launches[first[s]].kernel is not None]
-    # In place: an output takes the buffer of an input that dies at the same launch.
+    # In place: an output takes the buffer of an input that dies at the same launch. A program
+    # output may only take a donated input's buffer (the caller receives it; an arena range is
+    # reused by the next call), and keeps it to the end: nothing after it may take it again.
     owner: dict[int, int] = {}  # slot -> slot that owns the underlying buffer
+    held_by_output: set[int] = set()  # roots whose buffer a program output has taken
     for n, launch in enumerate(launches):
         if launch.kernel is None:
             continue
         taken = set()
         for op, s in enumerate(launch.outputs):
-            if s in outputs or s not in planned:
+            is_output = s in outputs
+            if is_output:
+                if not donated or s < n_inputs or first.get(s) != n:
+                    continue
+            elif s not in planned:
                 continue
             for ip, src in enumerate(launch.inputs):
                 root = owner.get(src, src)
                 dies_here = last.get(src) == n and launch.inputs.count(src) == 1
-                reusable = (root in planned or root in donated) and root not in outputs
+                if is_output:
+                    reusable = root in donated
+                else:
+                    reusable = root in planned or root in donated
+                reusable = reusable and root not in outputs and root not in held_by_output
                 if dies_here and reusable and src not in taken and inplace_safe(launch.kernel, ip, op):
                     owner[s] = root
                     plan.aliases[s] = root
                     taken.add(src)
-                    # The buffer now lives until the output's last use.
-                    last[root] = max(last.get(root, n), last.get(s, n))
+                    # The buffer now lives until the output's last use (to the end for a
+                    # program output).
+                    if is_output:
+                        held_by_output.add(root)
+                        last[root] = len(launches)
+                    else:
+                        last[root] = max(last.get(root, n), last.get(s, n))
                     break
     # Interval packing of the buffers that own memory (first fit, largest first).
     roots = [s for s in planned if s not in plan.aliases]
@@ -144,7 +163,8 @@ def plan_memory(launches, n_inputs: int, output_slots, slot_types: dict, donated
         plan.arena_bytes = max(plan.arena_bytes, off + size)
     plan.naive_bytes = sum(slot_types[s].nbytes for s in planned)
     arg_bytes = sum(slot_types[s].nbytes for s in range(n_inputs))
-    out_bytes = sum(slot_types[s].nbytes for s in set(output_slots) if s >= n_inputs)
+    out_bytes = sum(slot_types[s].nbytes for s in set(output_slots)
+                    if s >= n_inputs and s not in plan.aliases)
     host_bytes = sum(slot_types[s].nbytes for s in first if s not in planned and s not in outputs)
     plan.peak_bytes = arg_bytes + out_bytes + plan.arena_bytes + host_bytes
     return plan

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import mmap
 import os
 import time
 from dataclasses import dataclass
@@ -38,6 +39,33 @@ def _print_profile():
 
 if _profiling:
     atexit.register(_print_profile)
+
+
+# Arenas from this size up are mapped with 4 KiB pages (see allocate_arena).
+SMALL_PAGE_ARENA_MIN = 4 << 20
+
+
+def allocate_arena(nbytes: int) -> np.ndarray:
+    """A uint8 buffer of `nbytes` bytes, 64-byte aligned, for a program's intermediates.
+
+    From `SMALL_PAGE_ARENA_MIN` bytes up it is an anonymous mapping left on 4 KiB pages
+    (MADV_NOHUGEPAGE). NumPy advises huge pages for its large allocations, and where the kernel
+    compacts memory synchronously for advised regions (`defrag=madvise`, this machine's setting)
+    the first touch of a fresh 107 MB arena stalled for 0.39 s of system time when no free 2 MiB
+    blocks were left, against 0.08 s with 4 KiB pages; the step time did not move measurably
+    (bench/NOTES.md, round 4). Elsewhere, or where mmap/madvise are unavailable, plain NumPy
+    memory. Its contents start undefined either way (the plan writes before it reads).
+    """
+    if nbytes >= SMALL_PAGE_ARENA_MIN and hasattr(mmap, "MADV_NOHUGEPAGE"):
+        try:
+            m = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            m.madvise(mmap.MADV_NOHUGEPAGE)
+            return np.frombuffer(m, np.uint8)  # page-aligned; the view keeps the mapping alive
+        except (OSError, ValueError):
+            pass
+    raw = np.empty(nbytes + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + nbytes]
 
 
 @dataclass
@@ -105,9 +133,7 @@ class CPUExecutable:
         self.arena = None
         if plan is not None and plan.arena_bytes:
             # One aligned arena; each planned slot is a typed view at its offset.
-            raw = np.empty(plan.arena_bytes + 64, np.uint8)
-            start = (-raw.ctypes.data) % 64
-            self.arena = raw[start:start + plan.arena_bytes]
+            self.arena = allocate_arena(plan.arena_bytes)
             for s, off in plan.offsets.items():
                 t = self.slot_types[s]
                 self.views[s] = self.arena[off:off + t.nbytes].view(t.dtype).reshape(t.shape)

@@ -387,3 +387,41 @@ def matmul_host_cores() -> int:
     from nova.compiler.codegen.cpu.matmul import host_device
 
     return host_device().cores
+
+
+@pytest.mark.parametrize("shape", [(7, 64), (5, 6, 32), (301, 256)],
+                         ids=["odd-rows", "3d", "2-threads-uneven"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8])
+def test_column_max_min_prod_run_row_major(shape, dtype):
+    """Column max, min and product take the row-major per-thread partials too (each partial row
+    starts at the reduction's identity and the threads' rows are combined after the parallel
+    region); float max/min still propagate a NaN from any row and lane."""
+    rng = np.random.default_rng(23)
+    if np.issubdtype(dtype, np.integer):
+        x = rng.integers(0, 100, shape).astype(dtype)
+    else:
+        x = rng.standard_normal(shape).astype(dtype)
+        x.reshape(-1, shape[-1])[shape[0] // 2, 3] = np.nan  # one NaN in column 3
+    axes = tuple(range(len(shape) - 1))
+
+    def f(x):
+        y = x * 2 if np.issubdtype(dtype, np.integer) else x * 0.5
+        ones = jnp.ones_like(x) if np.issubdtype(dtype, np.integer) else 1.0 + x * 1e-3
+        return y, jnp.max(y, axes), jnp.min(y, axes), jnp.prod(ones, axes), jnp.sum(y, axes)
+
+    program = run_passes(nova.make_program(f)(x))
+    exe = compile_program(program)
+    col = [l.kernel.schedule for l in exe.launches
+           if l.kernel is not None and l.kernel.schedule.get("red_axes") == axes]
+    assert col and all(sc["row_major_partials"] for sc in col)
+    got = exe([x])
+    want = run_program(program, [x])
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if np.issubdtype(dtype, np.integer):
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+            assert_close(np.nan_to_num(g), np.nan_to_num(w), rtol=1e-5, atol=1e-5)
+    if not np.issubdtype(dtype, np.integer):
+        assert np.isnan(got[1][..., 3]) and np.isnan(got[2][..., 3])

@@ -574,3 +574,19 @@ def test_compiled_exp_and_tanh_keep_nan_and_limits():
         assert_close(got_exp, np.exp(x))
     assert_close(got_tanh, np.tanh(x))
     np.testing.assert_array_equal(np.signbit(np.asarray(got_tanh)[7:9]), [True, False])
+
+
+def test_compiled_exp_across_its_range_with_overflow_and_subnormals():
+    """exp's clamp bounds do the limit work: above ln(FLT_MAX) the 2^n scaling overflows to inf,
+    below -104 the result rounds to 0, and the subnormal range keeps its rounding."""
+    x = np.concatenate([np.linspace(-110.0, 95.0, 40001), [88.72283, 88.7228394, 88.72284, 1e30,
+                        -1e30, -103.97, -103.28, -87.3365, -87.34]]).astype(np.float32)
+    got = np.asarray(nova.jit(jnp.exp)(x)).astype(np.float64)
+    with np.errstate(over="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32).astype(np.float64)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    tiny = np.float64(np.finfo(np.float32).smallest_subnormal)
+    err = np.abs(got[finite] - want[finite])
+    assert np.all(err <= 4e-7 * want[finite] + tiny), float(np.max(err / (want[finite] + tiny)))
+    assert got[x < -104.0].max() == 0.0

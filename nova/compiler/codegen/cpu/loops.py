@@ -37,6 +37,10 @@ from nova.core.primitive import Elementwise, IndexMap
 __all__ = ["LoopKernelEmitter", "MIN_THREADED_ELEMENTS", "emit_loop_kernel", "mem_elem",
            "memref_type", "_KB", "_NoVector"]
 
+# Reductions and dtypes the row-major column partials handle (_column_partials_ok).
+_PARTIAL_REDUCTIONS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min")
+_PARTIAL_DTYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint8,
+                   dtypes.uint32)
 
 class LoopKernelEmitter(MovementMixin, RowReductionMixin):
     """Emits one loop kernel; `value(var, idx)` gives a kernel value at an index (scalar, or a
@@ -315,8 +319,9 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
 
     # --- column reductions as row-major passes with per-thread partial sums ----------------------
     def _column_partials_ok(self, levels, threads: int) -> bool:
-        """Column sums (the last axis kept, every other axis reduced: bias gradients, dgamma and
-        dbeta) whose full-shape outputs do not read the sums, with at most 256 KiB of partials
+        """Column reductions (the last axis kept, every other axis reduced: bias gradients, dgamma
+        and dbeta, `x.max(axis=0)`) -- sums, products, max and min of floats or integers --
+        whose full-shape outputs do not read the reductions, with at most 256 KiB of partials
         (a stack scratch, see _emit_column_partials).
         Walking down the columns reads one cache line per row with a stride of a whole row, and
         the full-shape outputs took a second such walk: the GELU-backward + bias-gradient kernel
@@ -325,8 +330,9 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         if not (self.col and self.W and len(levels) == 1 and A == tuple(range(len(S) - 1))):
             return False
         reds = levels[0]
-        if not all(r.prim.name == "reduce_sum" and r.outputs[0].type.dtype in
-                   (dtypes.float32, dtypes.float64) for r in reds):
+        if not all(r.prim.name in _PARTIAL_REDUCTIONS and r.outputs[0].type.dtype ==
+                   r.inputs[0].type.dtype and r.outputs[0].type.dtype in _PARTIAL_DTYPES
+                   for r in reds):
             return False
         if S[0] < 2 * threads or len(reds) * S[-1] * 8 * threads > 256 * 1024:
             return False
@@ -349,11 +355,12 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         return False
 
     def _emit_column_partials(self, reds, threads: int):
-        """Rows split over the threads (the outermost axis), each thread adding its rows into its
-        own row of a (threads, columns) scratch per sum while it writes the full-shape outputs
-        row-major; after the parallel region one pass adds the threads' rows and stores the
-        per-column outputs. The scratch starts at zero, so a thread the runtime did not start
-        adds nothing."""
+        """Rows split over the threads (the outermost axis), each thread combining its rows into
+        its own row of a (threads, columns) scratch per reduction while it writes the full-shape
+        outputs row-major; after the parallel region one pass combines the threads' rows in
+        thread order and stores the per-column outputs. The scratch starts at the reduction's
+        identity (0 for sums, the lowest value for max, ...), so a thread the runtime did not
+        start contributes nothing. Float max/min propagate NaN (arith.maximumf/minimumf)."""
         b, S, W = self.b, self.S, self.W
         C, n = S[-1], len(S)
         full_outs = [(nm, v) for nm, v in self.out_args if v.type.shape == S]
@@ -366,9 +373,9 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             scratch.append((name, t))
         self._for("zt", threads, 1)
         self._for("zc", C, W)
-        for name, t in scratch:
-            zero = b.const(0.0, t.dtype, W)
-            b.emit(f"vector.store {zero.name}, {name}[%zt, %zc] : {memref_type(t)}, {zero.type}")
+        for r, (name, t) in zip(reds, scratch, strict=True):
+            start = b.const(r.prim.kernel.identity(t.dtype), t.dtype, W)
+            b.emit(f"vector.store {start.name}, {name}[%zt, %zc] : {memref_type(t)}, {start.type}")
         self._end()
         self._end()
         if threads > 1:
@@ -393,7 +400,9 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             vt = f"vector<{W}x{mem_elem(t.dtype)}>"
             acc = b.op(f"vector.load {name}[{tid.name}, {idx[-1].name}] : {memref_type(t)}, {vt}",
                        t.dtype, W)
-            b.emit(f"vector.store {b.add(acc, x).name}, {name}[{tid.name}, {idx[-1].name}] : "
+            b.default_dtype = t.dtype
+            new = r.prim.kernel.combine(b, acc, x)
+            b.emit(f"vector.store {new.name}, {name}[{tid.name}, {idx[-1].name}] : "
                    f"{memref_type(t)}, {vt}")
         self._store_outputs(full_outs, ivs, S)
         for _ in range(n):
@@ -410,7 +419,8 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             for k in range(threads):
                 part = b.op(f"vector.load {name}[{b.const(k, 'index').name}, %c] : "
                             f"{memref_type(t)}, {vt}", t.dtype, W)
-                total = part if total is None else b.add(total, part)
+                b.default_dtype = t.dtype
+                total = part if total is None else r.prim.kernel.combine(b, total, part)
             self.row_vals[id(r.outputs[0])] = total
         self.kept_names, self.kept_sizes = ["%c"], [C]
         self._store_outputs(col_outs, {0: c}, (C,), row=True)

@@ -104,3 +104,16 @@ def test_passes_preserve_random_programs(seed):
     x = rng.standard_normal((3, 3)).astype(np.float32)
     p = nova.make_program(nova.value_and_grad(f))(x)
     _same_values(p, run_passes(p), [x])
+
+
+def test_splat_checks_look_at_stored_elements_only():
+    """A broadcast constant (a zero-stride view) is checked without materializing it: a
+    (100000, 100000) float32 broadcast would be 40 GB."""
+    from nova.compiler.rewrite import distinct_part, is_splat
+
+    huge = np.broadcast_to(np.float32(2.5), (100_000, 100_000))
+    assert is_splat(huge) and distinct_part(huge).size == 1
+    row = np.broadcast_to(np.array([1.0, 2.0, 3.0], np.float32), (100_000, 3))
+    assert not is_splat(row) and distinct_part(row).shape == (3,)
+    assert is_splat(np.full((4, 5), 7, np.int32)) and not is_splat(np.arange(3))
+    assert is_splat(np.array(1.0)) and not is_splat(np.zeros((0,)))

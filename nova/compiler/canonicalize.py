@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nova.compiler.rewrite import Rewriter, constant_value
+from nova.compiler.rewrite import Rewriter, constant_value, distinct_part, is_splat
 from nova.core.ir import Program, TensorType
 from nova.core.primitive import FusionKind
 from nova.core.trace import _reference_eval
@@ -69,10 +69,9 @@ def canonicalize(program: Program) -> Program:
 def _fold(rw: Rewriter, e, consts) -> bool:
     """Evaluates an equation of constants. Elementwise ops of splats fold to a splat (a 0-d
     constant and a broadcast), so folding never turns a broadcast into a big constant."""
-    splat = all(np.asarray(c).size >= 1 and np.all(np.asarray(c) == np.asarray(c).reshape(-1)[0])
-                for c in consts)
+    splat = all(is_splat(c) for c in consts)
     if e.prim.fusion is FusionKind.ELEMENTWISE and splat and not e.prim.multiple_results:
-        scalars = [np.asarray(c).reshape(-1)[:1].reshape(()) for c in consts]
+        scalars = [distinct_part(c).reshape(-1)[:1].reshape(()) for c in consts]
         (val,) = _reference_eval(e.prim, scalars, e.params,
                                  [TensorType((), o.type.dtype) for o in e.outputs])
         out = e.outputs[0]

@@ -25,11 +25,21 @@ class Kernel:
     schedule: dict = field(default_factory=dict)
 
     def body_text(self) -> str:
-        return print_program(self.program, debug_info=False)
+        # Printed once per kernel (codegen and the caches ask for the name several times): the
+        # memo is keyed by the sub-Program object and its length, which nothing edits once the
+        # Kernel exists.
+        key = (id(self.program), len(self.program.eqns), self.kind)
+        memo = self.__dict__.get("_text_memo")
+        if memo is None or memo[0] != key:
+            text = print_program(self.program, debug_info=False)
+            name = "k_" + hashlib.sha256((self.kind + text).encode()).hexdigest()[:16]
+            memo = self.__dict__["_text_memo"] = (key, text, name)
+        return memo[1]
 
     @property
     def name(self) -> str:
-        return "k_" + hashlib.sha256((self.kind + self.body_text()).encode()).hexdigest()[:16]
+        self.body_text()
+        return self.__dict__["_text_memo"][2]
 
     def op_names(self) -> list[str]:
         return [e.prim.name for e in self.program.eqns if e.prim.name != "constant"]

@@ -96,16 +96,28 @@ def constant_value(v: Var, prod: dict) -> np.ndarray | None:
     return None
 
 
+def distinct_part(c) -> np.ndarray:
+    """The elements of c that are stored, not repeated: a broadcast view (zero strides, as
+    constant_value returns for a broadcast scalar) loses its repeated axes, so checks on a
+    (1024, 4096) broadcast of one number look at one element instead of copying 4M."""
+    c = np.asarray(c)
+    if c.size and 0 in c.strides:
+        c = c[tuple(0 if s == 0 else slice(None) for s in c.strides)]
+    return c
+
+
+def is_splat(c) -> bool:
+    """Whether the non-empty array c holds one value in every element."""
+    flat = distinct_part(c).reshape(-1)
+    return flat.size >= 1 and (flat.size == 1 or bool(np.all(flat == flat[0])))
+
+
 def splat_value(v: Var, prod: dict):
     """The scalar if v is a constant whose elements are all equal (a splat), else None."""
     c = constant_value(v, prod)
-    if c is None or c.size == 0:
+    if c is None or c.size == 0 or not is_splat(c):
         return None
-    flat = np.asarray(c).reshape(-1)
-    first = flat[0]
-    if flat.size > 1 and not np.all(flat == first):
-        return None
-    return first.item()
+    return distinct_part(c).reshape(-1)[0].item()
 
 
 def type_of(shape, dtype) -> TensorType:

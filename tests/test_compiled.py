@@ -536,3 +536,39 @@ def test_softmax_computes_each_exponential_once():
     (k,) = fuse(p).kernels
     assert emit_loop_kernel(k.name, k).count("math.roundeven") == 1
     assert_close(compile_program(p)([x])[0], run_program(p, [x])[0], rtol=1e-6)
+
+
+def test_matmuls_of_different_shapes_share_one_generic_kernel():
+    """Lone matmuls run a shape-generic kernel per (dtype, transposes) variant: two matmuls of
+    different shapes call one compiled function with their own parameter vectors, and the
+    executable cache round-trips those vectors."""
+    from nova.compiler.backend_cpu import GENERIC_MATMULS
+
+    if not GENERIC_MATMULS:
+        pytest.skip("NOVA_GENERIC_MATMULS=0")
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((64, 32)).astype(np.float32)
+    w1 = rng.standard_normal((32, 48)).astype(np.float32)
+    w2 = rng.standard_normal((48, 80)).astype(np.float32)
+    y = rng.standard_normal((64, 48)).astype(np.float32)
+
+    def f(x, w1, w2, y):
+        return x @ w1, y @ w2
+
+    p = run_passes(nova.make_program(f)(x, w1, w2, y))
+    exe = compile_program(p)
+    mm_launches = [l for l in exe.launches if l.fn is not None and l.kernel.kind == "contraction"]
+    assert len(mm_launches) == 2
+    assert mm_launches[0].fn is mm_launches[1].fn
+    params = [exe.constants[l.inputs[-1]] for l in mm_launches]
+    assert [tuple(q[1:4]) for q in params] == [(64, 48, 32), (64, 80, 48)]
+    for got, want in zip(exe([x, w1, w2, y]), (x @ w1, y @ w2), strict=True):
+        assert_close(got, want, rtol=1e-4, atol=1e-4)
+    from nova.compiler import executable_cache
+
+    key = executable_cache.program_key(nova.make_program(f)(x, w1, w2, y))
+    assert executable_cache.store(key, exe)
+    again = executable_cache.load(key)
+    assert {s: a.tolist() for s, a in again.constants.items()} == \
+        {s: a.tolist() for s, a in exe.constants.items()}
+    assert_close(again([x, w1, w2, y])[1], y @ w2, rtol=1e-4, atol=1e-4)

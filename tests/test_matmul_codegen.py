@@ -311,3 +311,62 @@ def test_spec_validation():
         MatmulSpec(1, 0, 2, 2)
     with pytest.raises(ValueError, match="one type per"):
         MatmulSpec(1, 2, 2, 2, n_epilogue_args=2, epilogue_arg_types=("memref<2xf32>",))
+
+
+# --- shape-generic kernels -----------------------------------------------------------------------
+
+
+def test_generic_kernels_run_every_shape_of_their_variant(tmp_path):
+    """One compiled kernel per (transposes) variant runs any shape from its parameter vector:
+    batch, m and n splits over two threads, edges in m, n and k, several k/m/n blocks (TINY's
+    blocking), and a single-thread plan; all against NumPy in float64."""
+    from nova.compiler.codegen.cpu.compile import (
+        compile_to_shared_library,
+        load_function,
+        use_openmp_defaults,
+    )
+
+    specs = [MatmulSpec(1, 512, 384, 128, threads=2), MatmulSpec(1, 7, 16, 5, threads=2),
+             MatmulSpec(3, 100, 70, 300, a_trans=True, threads=2),
+             MatmulSpec(1, 64, 48, 33, b_trans=True, threads=2),
+             MatmulSpec(2, 513, 257, 129, a_trans=True, b_trans=True, threads=2),
+             MatmulSpec(4, 64, 64, 32, b_trans=True, threads=2),
+             MatmulSpec(1, 60, 1200, 128, threads=2), MatmulSpec(1, 300, 40, 70, threads=1)]
+    texts, names = {}, []
+    for s in specs:
+        tiles = mm.generic_variant(s, TINY)
+        assert tiles is not None
+        name = mm.generic_name(s, tiles)
+        texts.setdefault(name, mm.emit_matmul(name, s, tiles, TINY))
+        names.append(name)
+    assert len(texts) == 4  # nn, nt, tn, tt
+    so = str(tmp_path / "generic.so")
+    try:
+        compile_to_shared_library(mm.module_text(list(texts.values())), list(texts), so,
+                                  openmp=True)
+    except Exception as e:  # noqa: BLE001 - only a missing OpenMP runtime is a skip
+        if "libiomp5" in str(e):
+            pytest.skip(str(e))
+        raise
+    use_openmp_defaults()
+    splits = set()
+    for s, name in zip(specs, names, strict=True):
+        fn = load_function(so, name, 4)
+        a, b, ref = operands(s, seed=len(splits))
+        c = np.full((s.batch, s.m, s.n), np.nan, s.dtype)
+        params = mm.generic_params(s, TINY)
+        splits.add(int(params[mm._MatmulGen.GENERIC_PARAMS.index("split")]))
+        fn(a.ctypes.data, b.ctypes.data, params.ctypes.data, c.ctypes.data)
+        assert rel_err(c, ref) < 1e-5, (s, params)
+    assert splits == {0, 1, 2, 3}
+
+
+def test_generic_variant_keeps_shape_specific_kernels_where_they_fit_better():
+    assert mm.generic_variant(MatmulSpec(1, 1, 256, 256)) is None  # m < MR: matrix-vector
+    assert mm.generic_variant(MatmulSpec(1, 256, 4, 256)) is None  # n < one vector pair
+    assert mm.generic_variant(MatmulSpec(1, 64, 64, 64, epilogue=tanh_epi)) is None
+    a = mm.generic_variant(MatmulSpec(1, 64, 64, 64), AVX2)
+    b = mm.generic_variant(MatmulSpec(2, 1000, 3000, 7), AVX2)
+    assert a == b  # the text depends on the variant only
+    s1, s2 = MatmulSpec(1, 64, 64, 64), MatmulSpec(1, 128, 64, 64)
+    assert mm.emit_matmul("g", s1, a, AVX2) == mm.emit_matmul("g", s2, a, AVX2)

@@ -21,7 +21,7 @@ from nova.compiler.codegen.cpu.compile import (
     use_openmp_defaults,
 )
 from nova.compiler.codegen.cpu.attention import emit_attention
-from nova.compiler.codegen.cpu.contraction import emit_contraction
+from nova.compiler.codegen.cpu.contraction import emit_contraction, emit_generic_contraction
 from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
 from nova.compiler.codegen.cpu.loops import emit_loop_kernel
 from nova.compiler.codegen.cpu.sequential import emit_sequential_kernel
@@ -125,13 +125,19 @@ def _split_epilogue(k: Kernel):
 
 
 def _lower(k: Kernel) -> list:
-    """[(codegen kernel, symbol, MLIR text)] implementing fusion kernel k, in launch order."""
+    """[(codegen kernel, symbol, MLIR text, parameter vector or None)] implementing fusion
+    kernel k, in launch order. A parameter vector is an extra argument after the inputs (a
+    shape-generic matmul's shapes and blocking), which the executable holds as a constant."""
     if k.kind.startswith("host:") or _empty(k):
         return []
     if k.kind == "contraction":
+        generic = emit_generic_contraction(k) if GENERIC_MATMULS else None
+        if generic is not None:
+            sym, text, params = generic
+            return [(k, sym, text, params)]
         text = emit_contraction(k.name, k)
         if text is not None:
-            return [(k, k.name, text)]
+            return [(k, k.name, text, None)]
         if len(k.program.eqns) > 1:
             parts = _split_epilogue(k)
             out = []
@@ -139,17 +145,23 @@ def _lower(k: Kernel) -> list:
                 out += _lower(part)
             return out
         gk = _contraction_as_loop(k)
-        return [(gk, gk.name, emit_loop_kernel(gk.name, gk))]
+        return [(gk, gk.name, emit_loop_kernel(gk.name, gk), None)]
     if k.kind in ("scatter", "scan", "sort"):
-        return [(k, k.name, emit_sequential_kernel(k.name, k))]
+        return [(k, k.name, emit_sequential_kernel(k.name, k), None)]
     if k.kind == "attention":  # no kernel for the dtype: the reference runs it on the host
         text = emit_attention(k.name, k)
-        return [(k, k.name, text)] if text is not None else []
-    return [(k, k.name, emit_loop_kernel(k.name, k))]
+        return [(k, k.name, text, None)] if text is not None else []
+    return [(k, k.name, emit_loop_kernel(k.name, k), None)]
+
+
+# Lone matmuls run shape-generic kernels (codegen/cpu/matmul.py generic_variant); False
+# compiles one kernel per shape (for comparisons: NOVA_GENERIC_MATMULS=0).
+GENERIC_MATMULS = os.environ.get("NOVA_GENERIC_MATMULS", "1") != "0"
 
 
 def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
-    """{id(fusion kernel): [(codegen kernel, ctypes function)]} for every generated kernel."""
+    """{id(fusion kernel): [(codegen kernel, ctypes function, parameter vector or None)]} for
+    every generated kernel."""
     target = target or cache.host_target()
     dump_dir = os.environ.get("NOVA_DUMP_DIR")
     t_start = time.perf_counter()
@@ -158,7 +170,7 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
     plans = []
     for k in fused.kernels:
         parts = []
-        for gk, sym, text in _lower(k):
+        for gk, sym, text, params in _lower(k):
             if needs_openmp(text):
                 use_openmp_defaults()  # before a threaded kernel is loaded in this process
             key = cache.kernel_key(sym, text, target)
@@ -171,9 +183,10 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
                         cache.memory_put(key, fn)
                     except OSError:
                         fn = None
+            nargs = len(gk.program.inputs) + len(gk.program.outputs) + (params is not None)
             if fn is None:
-                missing.setdefault(sym, (gk, key, text))
-            parts.append((gk, key))
+                missing.setdefault(sym, (nargs, key, text))
+            parts.append((gk, key, params))
         plans.append((k, parts))
     if missing:
         cache.stats["misses"] += len(missing)
@@ -198,14 +211,13 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
         compile_in_parallel(jobs)
         for names, so, in_memory_only in libraries:
             for sym in names:
-                gk, key, _ = missing[sym]
-                nargs = len(gk.program.inputs) + len(gk.program.outputs)
+                nargs, key, _ = missing[sym]
                 fn = load_function(so, sym, nargs)
                 cache.memory_put(key, fn)
                 if not in_memory_only:
                     cache.disk_put(key, so, sym, nargs)
     for k, parts in plans:
-        result[id(k)] = [(gk, cache.memory_get(key)) for gk, key in parts]
+        result[id(k)] = [(gk, cache.memory_get(key), params) for gk, key, params in parts]
     if os.environ.get("NOVA_LOG_COMPILES") == "1":
         n = sum(len(p) for _, p in plans)
         log.warning("nova codegen: %d kernel(s) for %d fused group(s); %d built, %d from cache; "
@@ -225,21 +237,26 @@ def compile_program(program: Program, *, target: str | None = None,
         slots[id(v)] = i
 
     def slot(v):
-        if id(v) not in slots:
-            slots[id(v)] = len(slots)
-        return slots[id(v)]
+        key = v if isinstance(v, tuple) else id(v)  # ("params", n): a constant's own slot
+        if key not in slots:
+            slots[key] = len(slots)
+        return slots[key]
 
     launches = []
     per_kernel = []
+    constants: dict = {}  # slot -> parameter vector
     for k in fused.kernels:
         parts = fns.get(id(k), [])
         if not parts:
             launches.append(Launch(k.name, [slot(v) for v in k.inputs],
                                    [slot(v) for v in k.outputs], [v.type for v in k.outputs],
                                    None, _host_fn(k)))
-        for gk, fn in parts:
-            launches.append(Launch(gk.name, [slot(v) for v in gk.program.inputs],
-                                   [slot(v) for v in gk.program.outputs],
+        for gk, fn, params in parts:
+            ins = [slot(v) for v in gk.program.inputs]
+            if params is not None:  # a constant slot of its own, after the inputs
+                ins.append(slot(("params", len(constants))))
+                constants[ins[-1]] = params
+            launches.append(Launch(gk.name, ins, [slot(v) for v in gk.program.outputs],
                                    [v.type for v in gk.program.outputs], fn, None, gk))
         per_kernel.append({**k.cost(), "launches": max(1, len(parts))})
     output_slots = [slot(v) for v in program.outputs]
@@ -260,7 +277,8 @@ def compile_program(program: Program, *, target: str | None = None,
              "bytes accessed": sum(p["bytes accessed"] for p in per_kernel),
              "kernels": len(per_kernel), "per_kernel": per_kernel}
     return CPUExecutable(len(program.inputs), launches, output_slots, fused.as_text(),
-                         costs, memory, plan, slot_types, launcher=_launcher())
+                         costs, memory, plan, slot_types, launcher=_launcher(),
+                         constants=constants)
 
 
 _launcher_failed = False

@@ -62,9 +62,11 @@ def program_key(program: Program, donated=(), target: str | None = None) -> str:
     # compare against the unfused program) without changing Nova's source.
     passes = repr([(name, getattr(fn, "__module__", ""), getattr(fn, "__qualname__", repr(fn)))
                    for name, fn in PASSES])
+    from nova.compiler.backend_cpu import GENERIC_MATMULS
+
     for part in (print_program(program, debug_info=False), repr(sorted(donated)), passes,
                  repr(config.code_key()), target or cache.host_target(), cache.CODEGEN_VERSION,
-                 source_fingerprint()):
+                 f"generic_matmuls={GENERIC_MATMULS}", source_fingerprint()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -112,6 +114,7 @@ def store(key: str, exe) -> bool:
             "arena_bytes": plan.arena_bytes, "peak_bytes": plan.peak_bytes,
             "naive_bytes": plan.naive_bytes},
         "launches": launches,
+        "constants": [[s, a.dtype.str, a.tolist()] for s, a in sorted(exe.constants.items())],
     }
     try:
         text = json.dumps(body, default=_json_default)
@@ -204,5 +207,7 @@ def _build(body: dict):
         plan = MemoryPlan({s: o for s, o in p["offsets"]}, {s: a for s, a in p["aliases"]},
                           p["arena_bytes"], p["peak_bytes"], p["naive_bytes"])
     slot_types = {s: _untype(t) for s, t in body["slot_types"]}
+    constants = {s: np.array(vals, np.dtype(dt)) for s, dt, vals in body.get("constants", [])}
     return CPUExecutable(body["n_inputs"], launches, body["output_slots"], body["text"],
-                         body["costs"], body["memory"], plan, slot_types, launcher=_launcher())
+                         body["costs"], body["memory"], plan, slot_types, launcher=_launcher(),
+                         constants=constants)

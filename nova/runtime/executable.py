@@ -117,9 +117,13 @@ class CPUExecutable:
     """Runs launches in order; values live in slots (program inputs first)."""
 
     def __init__(self, n_inputs: int, launches: list, output_slots: list, text: str,
-                 costs: dict, memory: dict, plan=None, slot_types=None, launcher=None):
+                 costs: dict, memory: dict, plan=None, slot_types=None, launcher=None,
+                 constants=None):
         """launcher: the native `nova_run` (nova/runtime/launcher.py), or None to call every
-        kernel through ctypes from Python."""
+        kernel through ctypes from Python. constants: {slot: array} read by kernels but
+        written by none (a shape-generic matmul's parameter vector), fixed for the
+        executable's life."""
+        self.constants = {s: np.ascontiguousarray(a) for s, a in (constants or {}).items()}
         self.launcher = launcher
         self.n_inputs = n_inputs
         self.launches = launches
@@ -164,8 +168,8 @@ class CPUExecutable:
         """Per-launch argument recipes, so a call does no planning: arena views have fixed
         addresses; fresh arrays are only made for program outputs and host launches."""
         self._recipes = []
-        n_slots = 1 + max([self.n_inputs - 1] + [s for l in self.launches
-                                                   for s in l.inputs + l.outputs])
+        n_slots = 1 + max([self.n_inputs - 1] + list(self.constants)
+                          + [s for l in self.launches for s in l.inputs + l.outputs])
         self._n_slots = n_slots
         for launch in self.launches:
             outs = []
@@ -186,6 +190,8 @@ class CPUExecutable:
             for kind, s, x in outs:
                 if kind == "view":
                     self._view_addr[s] = x.ctypes.data
+        for s, a in self.constants.items():
+            self._view_addr[s] = a.ctypes.data
 
     def _prepare_native(self):
         """Splits the launch list into segments: runs of generated kernels, each encoded as one
@@ -202,6 +208,9 @@ class CPUExecutable:
                 if kind == "view":
                     self._env0[s] = x
                     self._slots[s] = x.ctypes.data
+        for s, a in self.constants.items():
+            self._env0[s] = a
+            self._slots[s] = a.ctypes.data
         segments = []
         words: list = []
         fresh: list = []
@@ -272,6 +281,8 @@ class CPUExecutable:
         if not hasattr(self, "_recipes"):
             self._prepare()
         env = [None] * self._n_slots
+        for s, a in self.constants.items():
+            env[s] = a
         # Buffer addresses, taken once per array: arena views have fixed ones (the per-launch
         # cost is then a list lookup per argument plus the ctypes call).
         addr = list(self._view_addr)

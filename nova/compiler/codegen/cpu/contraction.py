@@ -15,7 +15,13 @@ import os
 import numpy as np
 
 from nova.compiler.codegen.cpu.loops import LoopKernelEmitter, _KB, _NoVector, memref_type
-from nova.compiler.codegen.cpu.matmul import MatmulSpec, emit_matmul
+from nova.compiler.codegen.cpu.matmul import (
+    MatmulSpec,
+    emit_matmul,
+    generic_name,
+    generic_params,
+    generic_variant,
+)
 from nova.compiler.kernel import Kernel
 from nova.core import dtypes
 
@@ -109,6 +115,43 @@ class _Epilogue(LoopKernelEmitter):
         if id(v) in self.bound:
             return self.bound[id(v)]
         return super()._compute(v, idx)
+
+
+def _bare_dot(kernel: Kernel):
+    """(dot_general equation, layout) when the kernel is one GEMM-shaped float dot_general
+    whose operands are the kernel's two inputs, else None."""
+    dots = [e for e in kernel.program.eqns if e.prim.name == "dot_general"]
+    if len(dots) != 1 or len(kernel.program.outputs) != 1:
+        return None
+    dot = dots[0]
+    x, y = dot.inputs
+    if x.type.dtype not in (dtypes.float32, dtypes.float64):
+        return None
+    if list(kernel.program.inputs[:2]) != [x, y]:
+        return None
+    lay = gemm_layout(x.type, y.type, dot.params["dimension_numbers"])
+    return None if lay is None else (dot, lay)
+
+
+def emit_generic_contraction(kernel: Kernel, threads: int | None = None):
+    """(symbol, MLIR text, int64 parameter vector) of the shape-generic GEMM running `kernel`
+    (a lone dot_general, no epilogue), or None. The text depends only on the dtype, the
+    transposes and the register block, so the matmuls of a program of any shapes share a few
+    compiled kernels; the shapes, thread split and cache blocks of this kernel are the
+    parameter vector (matmul.generic_params), passed as the third argument (A, B, P, C)."""
+    found = _bare_dot(kernel)
+    if found is None or len(kernel.program.eqns) != 1:
+        return None
+    dot, (batch, m, n, k, a_trans, b_trans) = found
+    if kernel.program.outputs[0] is not dot.outputs[0]:
+        return None
+    spec = MatmulSpec(batch=batch, m=m, n=n, k=k, a_trans=a_trans, b_trans=b_trans,
+                      dtype=dot.inputs[0].type.dtype, threads=threads or os.cpu_count() or 1)
+    tiles = generic_variant(spec)
+    if tiles is None:
+        return None
+    sym = generic_name(spec, tiles)
+    return sym, emit_matmul(sym, spec, tiles), generic_params(spec)
 
 
 def emit_contraction(name: str, kernel: Kernel, threads: int | None = None):

@@ -32,6 +32,12 @@ Edges need no special shapes: packing zero-pads A rows past m, B columns past n 
 last multiple of KU, so every micro-kernel runs the same unrolled loop; a micro-tile that sticks
 out of C goes through a small scratch tile and a scalar copy of its valid part.
 
+Shape-generic kernels (`generic_variant`, `generic_params`): a kernel without an epilogue can be
+emitted for its variant only -- dtype, transposes, register block -- taking `(A, B, P, C)` with
+P an int64 vector of batch, m, n, k, the thread split and the cache blocks, and A, B, C viewed
+at those sizes (memref.reinterpret_cast of bare pointers). The analytic plan still runs per
+shape, in Python, to fill P; one compiled kernel then serves every shape of its variant.
+
 Threads (spec.threads > 1): the iteration space is cut into `threads` independent slabs (along
 batch, m or n, whichever duplicates less packing work) run inside one `omp.parallel` region;
 each slab packs into its own buffers, so there is no synchronisation beyond the fork/join.
@@ -390,8 +396,19 @@ class _MatmulGen:
         self.vt = f"vector<{w}x{self.elem}>"
         # Scratch shapes: whole NC x KC panel of B, MC x KC block of A, one MR x NR tile of C.
         t = tiles
-        self.bp_t = f"memref<{t['NC'] // t['NR']}x{t['KC']}x{t['NR']}x{self.elem}>"
-        self.ap_t = f"memref<{t['MC'] // t['MR']}x{t['KC']}x{t['MR']}x{self.elem}>"
+        self.generic = bool(t.get("generic"))
+        if self.generic:
+            # Shapes, strides and blocking come from the parameter vector at run time.
+            if spec.epilogue is not None:
+                raise ValueError("a shape-generic matmul takes no epilogue")
+            dyn = f"memref<?x?x?x{self.elem}, strided<[?, ?, 1]>>"
+            self.a_t = self.b_t = self.c_t = dyn
+            self.bp_t = f"memref<?x?x{t['NR']}x{self.elem}>"
+            self.ap_t = f"memref<?x?x{t['MR']}x{self.elem}>"
+        else:
+            self.a_t, self.b_t, self.c_t = spec.a_type, spec.b_type, spec.c_type
+            self.bp_t = f"memref<{t['NC'] // t['NR']}x{t['KC']}x{t['NR']}x{self.elem}>"
+            self.ap_t = f"memref<{t['MC'] // t['MR']}x{t['KC']}x{t['MR']}x{self.elem}>"
         self.ct_t = f"memref<{t['MR']}x{t['NR']}x{self.elem}>"
         self.ep_builder = Builder(prefix="ep")
         self.ep_builder.default_dtype = spec.dtype
@@ -403,8 +420,10 @@ class _MatmulGen:
         self.eargs = [f"%E{i}" for i in range(s.n_epilogue_args)]
         names = [self.A, self.B, *self.eargs, self.C]
         sig = ", ".join(f"{n}: {ty}" for n, ty in zip(names, s.arg_types))
-        if t["threads"] > 1:
-            nt = e.op(f"arith.constant {t['threads']} : i32", "nt")
+        if self.generic:
+            sig = self._generic_prologue()
+        if self.generic or t["threads"] > 1:
+            nt = self.nt if self.generic else e.op(f"arith.constant {t['threads']} : i32", "nt")
             # Each thread takes slabs tid, tid + nthreads, ...: correct even if the runtime
             # grants fewer threads than asked (nested parallelism, OMP_THREAD_LIMIT).
             e.open(f"omp.parallel num_threads({nt} : i32)")
@@ -412,7 +431,7 @@ class _MatmulGen:
             nth32 = e.op("func.call @omp_get_num_threads() : () -> i32", "nth")
             tid = e.op(f"arith.index_cast {tid32} : i32 to index", "i")
             nth = e.op(f"arith.index_cast {nth32} : i32 to index", "i")
-            e.for_("%slab", tid, e.idx(t["threads"]), nth)
+            e.for_("%slab", tid, self.p["threads"] if self.generic else e.idx(t["threads"]), nth)
             self.slab("%slab")
             e.close()
             e.emit("omp.terminator")
@@ -423,11 +442,55 @@ class _MatmulGen:
         return "\n".join([f"func.func @{self.name}({sig}) {{", *consts, *e.lines,
                           "    return", "}"])
 
+    # Positions in a shape-generic kernel's parameter vector (an int64 memref argument).
+    GENERIC_PARAMS = ("batch", "m", "n", "k", "threads", "split", "slab", "KC", "MC", "NC")
+
+    def _generic_prologue(self) -> str:
+        """Signature `(A, B, P, C)` with A, B, C as bare pointers (memref<1xT>) viewed through
+        memref.reinterpret_cast at the sizes and strides P holds; loads P into index values."""
+        e, el, s = self.e, self.elem, self.spec
+        n_p = len(self.GENERIC_PARAMS)
+        pt = f"memref<{n_p}xi64>"
+        self.p = {}
+        for q, name in enumerate(self.GENERIC_PARAMS):
+            raw = e.op(f"memref.load %P[{e.idx(q)}] : {pt}", "pr")
+            self.p[name] = e.op(f"arith.index_cast {raw} : i64 to index", "p")
+        self.nt = e.op(f"arith.index_cast {self.p['threads']} : index to i32", "nt")
+        bdim, m, n, k = self.p["batch"], self.p["m"], self.p["n"], self.p["k"]
+        views = []
+        for raw, rows, cols in (("%A0", *((k, m) if s.a_trans else (m, k))),
+                                ("%B0", *((n, k) if s.b_trans else (k, n))),
+                                ("%C0", m, n)):
+            plane = e.mul(rows, cols)
+            views.append(e.op(f"memref.reinterpret_cast {raw} to offset: [0], sizes: [{bdim}, "
+                              f"{rows}, {cols}], strides: [{plane}, {cols}, 1] : "
+                              f"memref<1x{el}> to {self.a_t}", "view"))
+        self.A, self.B, self.C = views
+        return f"%A0: memref<1x{el}>, %B0: memref<1x{el}>, %P: {pt}, %C0: memref<1x{el}>"
+
     def slab(self, sid: str | None) -> None:
         s, t, e = self.spec, self.t, self.e
-        b0, b1 = e.idx(0), e.idx(s.batch)
-        m0, m1 = e.idx(0), e.idx(s.m)
-        n0, n1 = e.idx(0), e.idx(s.n)
+        if self.generic:
+            b0, b1 = e.idx(0), self.p["batch"]
+            m0, m1 = e.idx(0), self.p["m"]
+            n0, n1 = e.idx(0), self.p["n"]
+            # The split axis is a run-time choice (plan() made it for the actual shape):
+            # 0 none, 1 batch, 2 m, 3 n; the slab's range replaces that axis' full range.
+            lo = e.mul(sid, self.p["slab"])
+            spl = [e.cmp("eq", self.p["split"], e.idx(q)) for q in (1, 2, 3)]
+            total = e.op(f"arith.select {spl[0]}, {b1}, {e.op(f'arith.select {spl[1]}, {m1}, {n1} : index', 'i')} : index", "i")
+            hi = e.min(e.add(lo, self.p["slab"]), total)
+            sel = lambda c, a, b: e.op(f"arith.select {c}, {a}, {b} : index", "i")  # noqa: E731
+            b0, b1 = sel(spl[0], lo, b0), sel(spl[0], hi, b1)
+            m0, m1 = sel(spl[1], lo, m0), sel(spl[1], hi, m1)
+            n0, n1 = sel(spl[2], lo, n0), sel(spl[2], hi, n1)
+            sid = None
+            kdim, kc_t, mc_t, nc_t = self.p["k"], self.p["KC"], self.p["MC"], self.p["NC"]
+        else:
+            b0, b1 = e.idx(0), e.idx(s.batch)
+            m0, m1 = e.idx(0), e.idx(s.m)
+            n0, n1 = e.idx(0), e.idx(s.n)
+            kdim, kc_t, mc_t, nc_t = e.idx(s.k), e.idx(t["KC"]), e.idx(t["MC"]), e.idx(t["NC"])
         if sid is not None:
             lo = e.mul(sid, e.idx(t["slab"]))
             total = {"batch": s.batch, "m": s.m, "n": s.n}[t["split"]]
@@ -440,24 +503,29 @@ class _MatmulGen:
                 n0, n1 = lo, hi
         # Heap scratch (64-byte aligned, one cache line): the B panel can be megabytes, too big
         # for a thread's stack, and each slab (thread) owns its buffers.
-        self.Bp = e.op(f"memref.alloc() {{alignment = 64 : i64}} : {self.bp_t}", "Bp")
-        self.Ap = e.op(f"memref.alloc() {{alignment = 64 : i64}} : {self.ap_t}", "Ap")
+        if self.generic:
+            sizes_b = f"{e.ceil_div(nc_t, t['NR'])}, {kc_t}"
+            sizes_a = f"{e.ceil_div(mc_t, t['MR'])}, {kc_t}"
+        else:
+            sizes_b = sizes_a = ""
+        self.Bp = e.op(f"memref.alloc({sizes_b}) {{alignment = 64 : i64}} : {self.bp_t}", "Bp")
+        self.Ap = e.op(f"memref.alloc({sizes_a}) {{alignment = 64 : i64}} : {self.ap_t}", "Ap")
         self.Ct = e.op(f"memref.alloc() {{alignment = 64 : i64}} : {self.ct_t}", "Ct")
         c1 = e.idx(1)
         e.for_("%bb", b0, b1, c1)
         self.bb = "%bb"
         self.ep_builder.batch_index = Value("%bb", "index")
-        e.for_("%jc", n0, n1, e.idx(t["NC"]))
-        nc = e.min(e.idx(t["NC"]), e.sub(n1, "%jc"))
+        e.for_("%jc", n0, n1, nc_t)
+        nc = e.min(nc_t, e.sub(n1, "%jc"))
         npb = e.ceil_div(nc, t["NR"])
-        e.for_("%pc", e.idx(0), e.idx(s.k), e.idx(t["KC"]))
-        kc = e.min(e.idx(t["KC"]), e.sub(e.idx(s.k), "%pc"))
+        e.for_("%pc", e.idx(0), kdim, kc_t)
+        kc = e.min(kc_t, e.sub(kdim, "%pc"))
         kcu = e.mul(e.ceil_div(kc, KU), e.idx(KU))
         first = e.cmp("eq", "%pc", e.idx(0))
-        last = e.cmp("eq", e.add("%pc", kc), e.idx(s.k))
+        last = e.cmp("eq", e.add("%pc", kc), kdim)
         self.pack_b("%jc", nc, npb, "%pc", kc, kcu)
-        e.for_("%ic", m0, m1, e.idx(t["MC"]))
-        mc = e.min(e.idx(t["MC"]), e.sub(m1, "%ic"))
+        e.for_("%ic", m0, m1, mc_t)
+        mc = e.min(mc_t, e.sub(m1, "%ic"))
         npa = e.ceil_div(mc, t["MR"])
         self.pack_a("%ic", mc, npa, "%pc", kc, kcu)
         e.for_("%jr", e.idx(0), npb, c1)
@@ -473,7 +541,7 @@ class _MatmulGen:
     def pack_b(self, jc, nc, npb, pc, kc, kcu) -> None:
         """Bp[jp, kk, c] = B[bb, pc+kk, jc+jp*NR+c] (0 past n or past kc, up to kcu)."""
         s, t, e = self.spec, self.t, self.e
-        nr, w, vt, bt = t["NR"], t["W"], self.vt, s.b_type
+        nr, w, vt, bt = t["NR"], t["W"], self.vt, self.b_t
         c0, c1 = e.idx(0), e.idx(1)
         e.for_("%jp", c0, npb, c1)
         jofs = e.mul("%jp", e.idx(nr))
@@ -522,7 +590,7 @@ class _MatmulGen:
     def pack_a(self, ic, mc, npa, pc, kc, kcu) -> None:
         """Ap[ip, kk, r] = A[bb, ic+ip*MR+r, pc+kk] (0 past m or past kc, up to kcu)."""
         s, t, e = self.spec, self.t, self.e
-        mr, at = t["MR"], s.a_type
+        mr, at = t["MR"], self.a_t
         c0, c1 = e.idx(0), e.idx(1)
         mvt = f"vector<{mr}x{self.elem}>"
         e.for_("%ip", c0, npa, c1)
@@ -679,7 +747,7 @@ class _MatmulGen:
 
     def micro_tile(self, jc, nc, jr, ic, mc, ir, kcu, first, last) -> None:
         s, t, e, vt = self.spec, self.t, self.e, self.vt
-        mr, nvec, nr, w, ct = t["MR"], t["NV"], t["NR"], t["W"], s.c_type
+        mr, nvec, nr, w, ct = t["MR"], t["NV"], t["NR"], t["W"], self.c_t
         i = e.add(ic, e.mul(ir, e.idx(mr)))
         j = e.add(jc, e.mul(jr, e.idx(nr)))
         mv = e.min(e.idx(mr), e.sub(mc, e.mul(ir, e.idx(mr))))
@@ -780,6 +848,44 @@ def emit_matmul(name: str, spec: MatmulSpec, tiles: dict | None = None,
     `use_openmp_defaults()` (compile.py) in the process that loads it."""
     t = dict(tiles) if tiles is not None else plan(spec, device)
     return _MatmulGen(name, spec, t).emit()
+
+
+def generic_variant(spec: MatmulSpec, device: CPUDevice | None = None) -> dict | None:
+    """The tiles of a shape-generic kernel able to run `spec` as well as its own kernel would, or
+    None. A generic kernel fixes only what code generation needs (dtype, transposes, the
+    register block MR x NV of W lanes); batch, m, n, k, the thread split and the cache blocks
+    are read at run time from a parameter vector (`generic_params`). Every spec with the same
+    variant shares one compiled kernel: the matmuls of a model compile once, not once per
+    shape (the 15 matmul kernels of the tiny GPT-2 step were 3.6 of its 6.2 s of LLVM time).
+    None for an epilogue (its code is shape-specific) and where the register block would
+    shrink to the shape (m < MR or n < NR: a matrix-vector product keeps its own kernel)."""
+    if spec.epilogue is not None:
+        return None
+    dev = device or host_device()
+    t = plan(spec, dev)
+    big = plan(MatmulSpec(1, 4096, 4096, 256, dtype=spec.dtype), dev)
+    if (t["MR"], t["NV"]) != (big["MR"], big["NV"]):
+        return None
+    return {"generic": True, "W": t["W"], "MR": t["MR"], "NV": t["NV"], "NR": t["NR"],
+            "KU": t["KU"], "threads": 2, "device": dev}
+
+
+def generic_name(spec: MatmulSpec, tiles: dict) -> str:
+    """The symbol of the shape-generic kernel for spec's variant."""
+    return (f"nova_gemm_{spec.elem}_{'t' if spec.a_trans else 'n'}{'t' if spec.b_trans else 'n'}"
+            f"_{tiles['MR']}x{tiles['NR']}")
+
+
+def generic_params(spec: MatmulSpec, device: CPUDevice | None = None) -> np.ndarray:
+    """The int64 parameter vector of `spec` for its shape-generic kernel (the order of
+    _MatmulGen.GENERIC_PARAMS): shapes, and the analytic plan's thread split and cache blocks
+    for this shape."""
+    t = plan(spec, device)
+    split = {"none": 0, "batch": 1, "m": 2, "n": 3}[t["split"]]
+    vals = {"batch": spec.batch, "m": spec.m, "n": spec.n, "k": spec.k, "threads": t["threads"],
+            "split": split, "slab": max(t["slab"], 1), "KC": t["KC"], "MC": t["MC"],
+            "NC": t["NC"]}
+    return np.array([vals[name] for name in _MatmulGen.GENERIC_PARAMS], np.int64)
 
 
 def needs_openmp(text: str) -> bool:

@@ -94,3 +94,16 @@ def test_an_unknown_llvm_option_raises_instead_of_ending_the_process(monkeypatch
     with pytest.raises(ValueError, match="NOVA_LLVM_OPTIONS.*no-such-llvm-option"):
         cc._set_llvm_options()
     assert cc._llvm_options_set is False
+
+
+def test_compile_cost_weights_generic_matmuls():
+    """A shape-generic matmul costs LLVM about twice a loop kernel's time per character, so the
+    split counts its text double."""
+    assert cc.compile_cost("k_0123", "x" * 1000) == 1000.0
+    assert cc.compile_cost("nova_gemm_f32_nn_6x16", "x" * 1000) == 2000.0
+    # three generic matmuls no longer land together against many loop kernels of equal text
+    names = ["nova_gemm_a", "nova_gemm_b", "nova_gemm_c"] + [f"k_{i}" for i in range(6)]
+    sizes = [cc.compile_cost(n, "x" * 100) for n in names]
+    groups = cc.split_for_processes(sizes, 2)
+    loads = [sum(sizes[i] for i in g) for g in groups]
+    assert max(loads) - min(loads) <= 200

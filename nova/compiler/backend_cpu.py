@@ -14,6 +14,7 @@ import numpy as np
 from nova.compiler import cache
 from nova.compiler.codegen.cpu.compile import (
     MIN_PARALLEL_TEXT,
+    compile_cost,
     compile_in_parallel,
     compile_processes,
     load_function,
@@ -191,7 +192,7 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
     if missing:
         cache.stats["misses"] += len(missing)
         syms = list(missing)
-        sizes = [len(missing[sym][2]) for sym in syms]
+        sizes = [compile_cost(sym, missing[sym][2]) for sym in syms]
         procs = compile_processes() if sum(sizes) >= MIN_PARALLEL_TEXT else 1
         jobs, libraries = [], []
         for group in split_for_processes(sizes, min(procs, len(syms))):

@@ -245,6 +245,22 @@ def split_for_processes(sizes: list[int], parts: int) -> list[list[int]]:
     return [sorted(g) for g in groups if g]
 
 
+# LLVM time per character of MLIR text, relative to loop kernels, for the kernels that cost
+# more: a shape-generic matmul (dynamic sizes and strides: ~9 us/char against ~4-5 for loop
+# and shape-specific matmul kernels, measured one kernel at a time on the tiny GPT-2 step).
+_COST_WEIGHTS = (("nova_gemm_", 2.0),)
+
+
+def compile_cost(symbol: str, text: str) -> float:
+    """Estimated LLVM cost of one kernel for split_for_processes: its MLIR text length, weighted
+    by kind (_COST_WEIGHTS). With text length alone, the tiny GPT-2 step's two parts took 2.25
+    and 1.82 s (the three generic matmuls in one)."""
+    for prefix, weight in _COST_WEIGHTS:
+        if symbol.startswith(prefix):
+            return len(text) * weight
+    return float(len(text))
+
+
 def compile_in_parallel(jobs: list[dict]) -> None:
     """Runs `compile_to_shared_library(**job)` for every job, the first in this process and the
     others in forked children at the same time. A child that fails (or cannot be forked) has its

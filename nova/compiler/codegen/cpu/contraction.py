@@ -157,26 +157,17 @@ def emit_generic_contraction(kernel: Kernel, threads: int | None = None):
 def emit_contraction(name: str, kernel: Kernel, threads: int | None = None):
     """(MLIR text, argument order) of a GEMM kernel for `kernel`, or None if its layout or dtype
     does not fit a GEMM (then the caller builds a loop kernel)."""
-    dots = [e for e in kernel.program.eqns if e.prim.name == "dot_general"]
-    if len(dots) != 1 or len(kernel.program.outputs) != 1:
+    found = _bare_dot(kernel)
+    if found is None:
         return None
-    dot = dots[0]
-    x, y = dot.inputs
-    if x.type.dtype not in (dtypes.float32, dtypes.float64):
-        return None
-    lay = gemm_layout(x.type, y.type, dot.params["dimension_numbers"])
-    if lay is None:
-        return None
-    batch, m, n, k, a_trans, b_trans = lay
+    dot, (batch, m, n, k, a_trans, b_trans) = found
+    x = dot.inputs[0]
     (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
     out = dot.outputs[0]
     nb = len(lb)
     nxf = x.type.ndim - len(lc) - nb
     groups = (list(range(nb)), list(range(nb, nb + nxf)), list(range(nb + nxf, out.type.ndim)))
-    inputs = list(kernel.program.inputs)
-    if inputs[:2] != [x, y]:
-        return None  # the operands must be the kernel's first two inputs (fusion builds it so)
-    epi_inputs = inputs[2:]
+    epi_inputs = list(kernel.program.inputs)[2:]
     final = kernel.program.outputs[0]
     epilogue = None
     if final is not out:

@@ -190,6 +190,13 @@ def _wrap_outputs(raw: list, values: list, handed_over=()) -> list:
     argument or a view of one. handed_over: flat indices of donated arguments whose buffers
     the executable wrote (an output written over one is Nova's: the argument is deleted)."""
     ins = {id(v) for k, v in enumerate(values) if k not in handed_over}
+    # An output returned twice (or two views of one buffer) is shared, so neither copy is
+    # Nova's alone: donating one must not write the memory the other shows.
+    roots: dict = {}
+    for o in raw:
+        r = id(o if o.base is None else o.base)
+        roots[r] = roots.get(r, 0) + 1
+    ins |= {r for r, n in roots.items() if n > 1}
     return [Array(o, owned=id(o) not in ins and (o.base is None or id(o.base) not in ins))
             for o in raw]
 

@@ -156,3 +156,13 @@ def test_tensor_types_are_interned_immutable_values():
         TensorType(3, np.float32)
     with pytest.raises(TypeError):
         TensorType((2,), "not-a-dtype")
+
+
+def test_tensor_type_from_a_one_shot_iterator_and_unsupported_dtypes():
+    """A generator shape is read once (it used to intern an empty shape under the key of the
+    real one, corrupting every later (2, 3) float32 type in the process)."""
+    t = TensorType((d for d in (2, 3)), np.dtype(np.float32))
+    assert t.shape == (2, 3) and TensorType((2, 3), np.dtype(np.float32)) is t
+    assert TensorType(iter([4]), np.float32).shape == (4,)
+    with pytest.raises(TypeError, match="not one Nova supports"):
+        TensorType((2,), "U5")

@@ -218,3 +218,13 @@ def test_compiled_calls_protect_and_delete_donated_arguments_too():
     a = jnp.asarray(x)
     compiled(a, w)
     assert a.is_deleted()
+
+
+def test_an_output_returned_twice_is_not_owned_by_either_array():
+    """(y, y) gives two Arrays over one buffer: donating one must not change the other."""
+    f = nova.jit(lambda x: (lambda y: (y, y))(x + 1))
+    a, b = f(np.zeros(4, np.float32))
+    g = nova.jit(lambda v: v * 10, donate_argnums=0)
+    c = g(a)
+    np.testing.assert_array_equal(np.asarray(b), np.ones(4, np.float32))
+    np.testing.assert_array_equal(np.asarray(c), np.full(4, 10.0, np.float32))

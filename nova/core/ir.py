@@ -34,14 +34,18 @@ class TensorType:
     _interned: dict = {}
 
     def __new__(cls, shape, dtype):
-        key = None
+        if type(shape) is not tuple:
+            shape = tuple(shape)  # once: a generator or iterator can be read only once
+        key = (shape, dtype)
         try:
-            key = (shape if type(shape) is tuple else tuple(shape), dtype)
             return cls._interned[key]
         except (KeyError, TypeError):
             pass
         shape = tuple(int(d) for d in shape)
         dtype = np.dtype(dtype)
+        if dtype not in dtypes.MLIR_NAME:
+            raise TypeError(f"TensorType: dtype {dtype} is not one Nova supports "
+                            f"({', '.join(str(d) for d in dtypes.SUPPORTED)})")
         canon = (shape, dtype)
         self = cls._interned.get(canon)
         if self is None:
@@ -58,11 +62,10 @@ class TensorType:
             setattr_(self, "_text", "tensor<" + "".join(f"{d}x" for d in shape) + f"{el}>")
             setattr_(self, "_hash", hash(canon))
             cls._interned[canon] = self
-        if key is not None:
-            try:
-                cls._interned[key] = self
-            except TypeError:
-                pass  # an unhashable spelling of the dtype: found again by its canonical key
+        try:
+            cls._interned[key] = self
+        except TypeError:
+            pass  # an unhashable spelling of the dtype: found again by its canonical key
         return self
 
     def __setattr__(self, name, value):

@@ -26,6 +26,7 @@ from nova.core.errors import (
 from nova.core.ir import Program, TensorType, parse_program
 from nova.grad import grad, jvp, value_and_grad, vjp
 from nova.jit import ShapeDtypeStruct, jit, make_program
+from nova.runtime.devices import Device, default_device, device_put, devices
 
 _sys.modules["nova.numpy"] = numpy
 _sys.modules["nova.lax"] = lax
@@ -33,7 +34,8 @@ _sys.modules["nova.lax"] = lax
 __version__ = "0.1.0"
 
 __all__ = [
-    "Array", "CompilerError", "ConcretizationTypeError", "DeletedArrayError", "NovaError",
+    "Array", "CompilerError", "ConcretizationTypeError", "DeletedArrayError", "Device",
+    "NovaError", "default_device", "device_put", "devices",
     "OutOfMemoryError", "Program", "ShapeDtypeStruct", "ShapeError", "TensorType",
     "TracerBoolConversionError", "UnexpectedTracerError", "config", "grad", "jit", "jvp",
     "lax", "make_program", "numpy", "parse_program", "tree_util", "value_and_grad", "vjp",

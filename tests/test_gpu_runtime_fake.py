@@ -183,3 +183,64 @@ def test_graph_capture_failure_leaves_the_stream_usable(fake):
     graph = gpu.Graph.capture(stream, lambda: None)  # an empty graph replays
     graph.replay()
     assert "cuGraphLaunch" in fake.calls
+
+
+# --- devices and device-resident arrays -----------------------------------------------------------
+
+
+def test_devices_and_device_put_on_the_fake_gpu(fake, monkeypatch):
+    """nova.devices() lists the GPU (the default backend when one is present), device_put
+    copies into GPU memory and back, and a CPU program reads a GPU array through its host
+    copy; deleting returns the memory to the caching allocator."""
+    monkeypatch.delenv("NOVA_DEVICE", raising=False)
+    assert nova.devices() == [nova.Device("cuda", 0)] == nova.devices("cuda")
+    assert nova.devices("cpu") == [nova.Device("cpu", 0)]
+    assert nova.default_device() == nova.Device("cuda", 0)
+    x = np.arange(12, dtype=f32).reshape(3, 4)
+    before = gpu.memory_stats()["allocated_bytes"]
+    y = nova.device_put(x)  # the default device: the GPU
+    assert y.device == nova.Device("cuda", 0) and y.devices() == {nova.Device("cuda", 0)}
+    assert (y.shape, y.dtype) == ((3, 4), np.dtype(f32))
+    assert gpu.memory_stats()["allocated_bytes"] >= before + x.nbytes
+    got = np.asarray(y)
+    np.testing.assert_array_equal(got, x)
+    assert not got.flags.writeable  # the cached host copy of an immutable array
+    assert "device=cuda:0" in repr(y)
+    np.testing.assert_array_equal(np.asarray(nova.jit(lambda a: a * 2.0 + 1.0)(y)), x * 2 + 1)
+    h = nova.device_put(y, "cpu")
+    assert h.device == nova.Device("cpu", 0) and type(h) is nova.Array
+    np.testing.assert_array_equal(np.asarray(h), x)
+    assert nova.device_put(y, "cuda:0") is y
+    tree = nova.device_put({"w": x, "b": [1.0, 2.0]}, "cuda")
+    assert tree["w"].device.platform == "cuda" and tree["b"][1].device.platform == "cuda"
+    np.testing.assert_array_equal(np.asarray(tree["b"][1]), np.float32(2.0))
+    y.delete()
+    with pytest.raises(nova.DeletedArrayError):
+        np.asarray(y)
+    with pytest.raises(ValueError, match="out of range"):
+        nova.device_put(x, "cuda:3")
+    monkeypatch.setenv("NOVA_DEVICE", "cpu")
+    assert nova.default_device() == nova.Device("cpu", 0)
+    assert nova.device_put(x).device == nova.Device("cpu", 0)
+
+
+def test_device_put_without_a_gpu(monkeypatch):
+    """Without a GPU the CPU is the default device; asking for the GPU is a clear error."""
+    import nova.gpu.driver as drv
+
+    monkeypatch.delenv("NOVA_DEVICE", raising=False)
+    monkeypatch.setattr(drv, "is_available", lambda: False)
+    assert nova.devices() == [nova.Device("cpu", 0)]
+    assert nova.default_device() == nova.Device("cpu", 0)
+    x = nova.device_put(np.ones(3, f32))
+    assert type(x) is nova.Array and x.device.platform == "cpu"
+    with pytest.raises(gpu.GPUUnavailableError, match="no NVIDIA GPU"):
+        nova.device_put(np.ones(3, f32), "cuda")
+    with pytest.raises(RuntimeError, match="no NVIDIA GPU"):
+        nova.devices("cuda")
+    with pytest.raises(ValueError, match="expected 'cpu', 'cuda'"):
+        nova.device_put(1.0, "tpu:0")
+    with pytest.raises(TypeError, match="device must be"):
+        nova.device_put(1.0, 3)
+    a = nova.numpy.ones(2)
+    assert nova.device_put(a, "cpu") is a

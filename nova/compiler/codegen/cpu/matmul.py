@@ -478,9 +478,9 @@ class _MatmulGen:
             # 0 none, 1 batch, 2 m, 3 n; the slab's range replaces that axis' full range.
             lo = e.mul(sid, self.p["slab"])
             spl = [e.cmp("eq", self.p["split"], e.idx(q)) for q in (1, 2, 3)]
-            total = e.op(f"arith.select {spl[0]}, {b1}, {e.op(f'arith.select {spl[1]}, {m1}, {n1} : index', 'i')} : index", "i")
-            hi = e.min(e.add(lo, self.p["slab"]), total)
             sel = lambda c, a, b: e.op(f"arith.select {c}, {a}, {b} : index", "i")  # noqa: E731
+            total = sel(spl[0], b1, sel(spl[1], m1, n1))
+            hi = e.min(e.add(lo, self.p["slab"]), total)
             b0, b1 = sel(spl[0], lo, b0), sel(spl[0], hi, b1)
             m0, m1 = sel(spl[1], lo, m0), sel(spl[1], hi, m1)
             n0, n1 = sel(spl[2], lo, n0), sel(spl[2], hi, n1)

@@ -1,0 +1,232 @@
+"""Devices and device-resident arrays: `nova.devices()`, `nova.device_put(x, device)`.
+
+A Device names where an array's buffer lives: the host (`CpuDevice(id=0)`) or an NVIDIA GPU
+(`CudaDevice(id=N)`, through nova.gpu). `nova.device_put(x, "cuda")` copies x (an Array, a NumPy
+array, a Python scalar, or a pytree of them) into GPU memory and returns Arrays that live there;
+`np.asarray(y)` copies back (once; the host copy is kept, the array being immutable), and
+`nova.device_put(y, "cpu")` gives a host Array. The default device is the first GPU -- or the one
+`NOVA_DEVICE` ("cuda:N" or "N") names -- when a GPU is present, else the CPU; `NOVA_DEVICE=cpu`
+keeps the default on the host.
+
+Programs run on the backend they are compiled for: a jitted function compiled for the CPU (the
+default) reads a GPU array's values through its host copy, and its results are host Arrays; a
+program compiled with `.lower(..., target="cuda:sm_XX")` uploads its inputs itself. (JAX keeps
+results on the argument's device; Nova does not yet move whole programs by their arguments.)
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from nova.core.array import Array
+from nova.core.errors import DeletedArrayError
+from nova.core.ir import TensorType
+
+PLATFORMS = ("cpu", "cuda")
+
+
+class Device:
+    """A place an array's buffer lives: `platform` ("cpu" or "cuda") and `id` (GPU ordinal)."""
+
+    __slots__ = ("platform", "id")
+
+    def __init__(self, platform: str, id: int = 0):  # noqa: A002 - JAX's attribute name
+        if platform not in PLATFORMS:
+            raise ValueError(f"unknown device platform {platform!r}; expected one of {PLATFORMS}")
+        self.platform = platform
+        self.id = int(id)
+
+    def __repr__(self):
+        return f"{'Cpu' if self.platform == 'cpu' else 'Cuda'}Device(id={self.id})"
+
+    def __str__(self):
+        return f"{self.platform}:{self.id}"
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+
+    def __hash__(self):
+        return hash((self.platform, self.id))
+
+
+CPU = Device("cpu", 0)
+
+
+def _gpu_count() -> int:
+    from nova.gpu import device_count
+
+    return device_count()
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """The devices of `backend` ("cpu" or "cuda"; None: the default backend, CUDA when a GPU is
+    present unless NOVA_DEVICE=cpu). Raises RuntimeError for "cuda" without a GPU and
+    ValueError for an unknown backend name."""
+    if backend is None:
+        backend = default_device().platform
+    if backend == "cpu":
+        return [CPU]
+    if backend in ("cuda", "gpu"):
+        n = _gpu_count()
+        if n == 0:
+            raise RuntimeError("nova.devices('cuda'): no NVIDIA GPU (or no driver / cuda-python) "
+                               "is available")
+        return [Device("cuda", i) for i in range(n)]
+    raise ValueError(f"unknown backend {backend!r}; expected 'cpu' or 'cuda'")
+
+
+def default_device() -> Device:
+    """NOVA_DEVICE ("cpu", "cuda", "cuda:N" or "N") if set, else the first GPU when one is
+    present, else the CPU. Raises ValueError for a malformed NOVA_DEVICE."""
+    spec = os.environ.get("NOVA_DEVICE", "").strip()
+    if spec == "cpu":
+        return CPU
+    if spec:
+        from nova.gpu import default_ordinal
+
+        return Device("cuda", default_ordinal())
+    return Device("cuda", 0) if _gpu_count() > 0 else CPU
+
+
+def _as_device(device) -> Device:
+    if device is None:
+        return default_device()
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, str):
+        name, _, ordinal = device.partition(":")
+        if name == "gpu":
+            name = "cuda"
+        if name not in PLATFORMS or (ordinal and not ordinal.isdigit()):
+            raise ValueError(f"device {device!r}: expected 'cpu', 'cuda' or 'cuda:N'")
+        return Device(name, int(ordinal) if ordinal else 0)
+    raise TypeError(f"device must be a nova Device or a string like 'cuda:0', got "
+                    f"{type(device).__name__}")
+
+
+class GPUArray(Array):
+    """An Array whose buffer is GPU memory (a nova.gpu.DeviceBuffer). Values are read through a
+    host copy made on first use (`np.asarray`, printing, a CPU program's argument)."""
+
+    __slots__ = ("_buffer", "_device", "_host")
+
+    def __init__(self, host: np.ndarray, device: Device):
+        from nova.gpu import DeviceBuffer, copy_host_to_device, default_stream
+
+        host = np.ascontiguousarray(host)
+        self._deleted = False
+        self._owned = False  # donation copies it to the host first
+        self._aval = TensorType(host.shape, host.dtype)
+        self._device = device
+        self._buffer = DeviceBuffer(host.nbytes, device.id)
+        copy_host_to_device(self._buffer.ptr, host, default_stream(device.id))
+        self._host = None
+        self._value = None
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def unsafe_buffer_pointer(self) -> int:
+        """The device address of the buffer (for passing to a CUDA kernel)."""
+        if self._deleted:
+            raise DeletedArrayError(f"unsafe_buffer_pointer: this Array of {self.aval} was "
+                                    "deleted")
+        return self._buffer.ptr
+
+    def _concrete(self, what: str) -> np.ndarray:
+        if self._deleted:
+            raise DeletedArrayError(f"{what}: this Array of {self.aval} on {self._device} was "
+                                    "deleted (or donated to a jitted call)")
+        if self._host is None:
+            from nova.gpu import copy_device_to_host, default_stream
+
+            out = np.empty(self.shape, self.dtype)
+            copy_device_to_host(out, self._buffer.ptr, default_stream(self._device.id))
+            out.flags.writeable = False  # the cached copy must not be changed through a view
+            self._host = out
+        return self._host
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._concrete("np.asarray")
+        if dtype is not None and np.dtype(dtype) != v.dtype:
+            return v.astype(dtype)
+        return v.copy() if copy else v
+
+    def __repr__(self):
+        if self._deleted:
+            return (f"Array(<deleted>, shape={self.shape}, dtype={self.dtype}, "
+                    f"device={self._device})")
+        body = np.array2string(self._concrete("repr"), separator=", ", prefix="Array(",
+                               threshold=1000, max_line_width=100)
+        return f"Array({body}, dtype={self.dtype}, device={self._device})"
+
+    def delete(self) -> None:
+        """Returns the device memory to the caching allocator; later use raises."""
+        self._deleted = True
+        self._buffer.free()
+        self._host = None
+
+    def __getstate__(self):
+        return {"value": np.array(self._concrete("pickle"))}
+
+    def __setstate__(self, state):  # unpickled on the host
+        raise TypeError("a GPU Array cannot be unpickled in place; pickle np.asarray(x) or "
+                        "nova.device_put(x, 'cpu') instead")
+
+
+def _put_leaf(x, device: Device):
+    if isinstance(x, GPUArray):
+        if device.platform == "cuda" and x.device == device:
+            return x
+        host = x._concrete("device_put")
+    elif isinstance(x, Array):
+        host = x._concrete("device_put")
+        if device.platform == "cpu":
+            return x  # already there (Arrays are immutable: no copy needed)
+    else:
+        import nova.numpy as jnp  # Nova's dtype rules for NumPy values and Python scalars
+
+        host = np.asarray(jnp.asarray(x))
+    if device.platform == "cpu":
+        return Array(np.array(host), owned=True)
+    return GPUArray(host, device)
+
+
+def device_put(x, device=None):
+    """`x` (an Array, NumPy array, scalar or a pytree of them) placed on `device` (a Device, or
+    "cpu", "cuda", "cuda:N"; None: default_device()). Arrays already there are returned as they
+    are. Raises GPUUnavailableError (nova.gpu) for a GPU device without one, ValueError for a
+    malformed device name or an ordinal out of range."""
+    from nova.core.pytree import tree_map
+
+    dev = _as_device(device)
+    if dev.platform == "cuda":
+        from nova.gpu import device_count
+
+        n = device_count()
+        if dev.id >= n:
+            if n == 0:
+                from nova.gpu import GPUUnavailableError
+
+                raise GPUUnavailableError(f"device_put(..., {dev}): no NVIDIA GPU is available")
+            raise ValueError(f"device_put(..., {dev}): GPU ordinal {dev.id} out of range "
+                             f"({n} device(s))")
+    return tree_map(lambda leaf: _put_leaf(leaf, dev), x)
+
+
+def _array_device(self) -> Device:
+    """The device holding this Array's buffer (the host for every non-GPU Array)."""
+    return CPU
+
+
+def _array_devices(self) -> set:
+    """{self.device} (JAX's `Array.devices()`)."""
+    return {self.device}
+
+
+Array.device = property(_array_device)
+Array.devices = _array_devices

@@ -106,6 +106,24 @@ def _device():
     return props
 
 
+@section("device arrays")
+def _device_arrays():
+    """nova.devices() / device_put round trip through GPU memory, and a CPU program reading a
+    GPU array (its host copy)."""
+    import nova
+
+    x = np.random.default_rng(0).standard_normal((257, 33)).astype(np.float32)
+    y = nova.device_put(x, "cuda")
+    back = np.asarray(y)
+    doubled = np.asarray(nova.jit(lambda a: a * 2.0)(y))
+    ok = (nova.devices()[0].platform == "cuda" and y.device.platform == "cuda"
+          and np.array_equal(back, x) and np.array_equal(doubled, x * 2))
+    y.delete()
+    ROWS.append(("device arrays", "device_put round trip", f"{nova.devices()}",
+                 "ok" if ok else "FAIL"))
+    return {"devices": [str(d) for d in nova.devices()], "ok": bool(ok)}
+
+
 def _run_check(case):
     import nova
     from bench.gpu_cases import compile_case, precision, random_args

@@ -54,8 +54,15 @@ def _mlp_step(w1, b1, w2, b2, g, x, labels):
     return (value,) + tuple(p - 0.1 * d for p, d in zip((w1, b1, w2, b2, g), grads, strict=True))
 
 
+def _attention_loss(q, k, v):
+    return jnp.sum(F.scaled_dot_product_attention(q, k, v, causal=True) ** 2)
+
+
 # Correctness: every kind of GPU kernel the backend generates, at small and edge shapes.
 CHECKS = [
+    # Causal attention forward + backward: on CUDA (no flash kernels yet) matmuls + softmax.
+    Case("causal_attention_value_and_grad", nova.value_and_grad(_attention_loss, argnums=(0, 1, 2)),
+         (S((2, 4, 64, 32), f32),) * 3, tol=1e-4),
     Case("elementwise_gelu_bias", lambda x, b: F.gelu(x + b, approximate=True),
          (S((64, 256), f32), S((256,), f32))),
     Case("elementwise_odd_shape", lambda x: jnp.exp(x) * 2.0 - x, (S((7, 13), f32),)),

@@ -46,8 +46,9 @@ def _dump(dump_dir: str, index: int, name: str, program: Program, tag: str) -> N
 
 
 def run_passes(program: Program, *, verify: bool | None = None,
-               tag: str | None = None) -> Program:
-    """Runs PASSES over `program`.
+               tag: str | None = None, skip: tuple = ()) -> Program:
+    """Runs PASSES over `program`, except those named in `skip` (e.g. "attention" for a target
+    without flash-attention kernels).
 
     verify: check the Program after every pass (None: the `verify_passes` config flag, which the
     test suite sets). The result is always verified once, so bad IR never reaches codegen.
@@ -64,6 +65,8 @@ def run_passes(program: Program, *, verify: bool | None = None,
         _dump(dump_dir, 0, "input", program, tag)
     timings = []
     for i, (name, fn) in enumerate(PASSES, start=1):
+        if name in skip:
+            continue
         t0 = time.perf_counter()
         program = fn(program)
         timings.append((name, time.perf_counter() - t0))

@@ -58,8 +58,33 @@ def _attention_loss(q, k, v):
     return jnp.sum(F.scaled_dot_product_attention(q, k, v, causal=True) ** 2)
 
 
+def _gpt2_tiny_case() -> Case:
+    """One SGD training step of nova.nn's tiny GPT-2 (2 layers, 4 heads, 128 channels, 64
+    positions, vocabulary 256, batch 8): loss, gradients and the updated parameters. The
+    parameters are the case's leading arguments (the model's pytree leaves), then the token
+    and target ids."""
+    from nova.nn import GPT2, GPT2Config
+
+    config = GPT2Config.tiny()
+    leaves, tree = nova.tree_util.tree_flatten(GPT2.init(config, nova.random.key(0)))
+    batch, n = 8, len(leaves)
+
+    def step(*args):
+        model = nova.tree_util.tree_unflatten(tree, list(args[:n]))
+        idx, tgt = args[n:]
+        loss, grads = nova.value_and_grad(lambda m: m.loss(idx, tgt))(model)
+        new = nova.tree_util.tree_map(lambda p, g: p - 0.01 * g, model, grads)
+        return (loss, *nova.tree_util.tree_leaves(new))
+
+    ids = S((batch, config.block_size), np.int32)
+    specs = tuple(S(x.shape, x.dtype) for x in leaves) + (ids, ids)
+    return Case("gpt2_tiny_sgd_step", step, specs, tol=1e-3,
+                ints=((n, config.vocab_size), (n + 1, config.vocab_size)))
+
+
 # Correctness: every kind of GPU kernel the backend generates, at small and edge shapes.
 CHECKS = [
+    _gpt2_tiny_case(),
     # Causal attention forward + backward: on CUDA (no flash kernels yet) matmuls + softmax.
     Case("causal_attention_value_and_grad", nova.value_and_grad(_attention_loss, argnums=(0, 1, 2)),
          (S((2, 4, 64, 32), f32),) * 3, tol=1e-4),

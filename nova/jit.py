@@ -362,7 +362,7 @@ class Traced:
 
     def verify(self) -> None:
         """Checks the traced Program (SSA form, every equation's shape rule) once; raises
-        nova.IRError naming the first bad equation."""
+        nova.core.ir.IRError naming the first bad equation."""
         if not self._verified:
             self.program.verify()
             self._verified = True

@@ -470,6 +470,28 @@ def test_loop_schedule_is_analytic_and_asserted():
     assert launch.kernel.schedule["vector_width"] == 1
 
 
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + jnp.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+
+@pytest.mark.parametrize("cols", [64, 24])
+def test_arithmetic_bound_elementwise_kernels_compute_two_registers_per_step(cols):
+    """GELU-tanh (a rational polynomial per element) steps by two SIMD registers when its last
+    axis is a multiple of that, falls back to one register when it is not; a cheap elementwise
+    kernel keeps one register. Results match the interpreter either way."""
+    from nova.compiler.codegen.cpu.matmul import host_device
+
+    native = host_device().vector_bits // 32
+    x = np.random.default_rng(0).standard_normal((32, cols)).astype(np.float32) * 4
+    for fn, wide in ((_gelu_tanh, True), (lambda v: v * 2.0 + 1.0, False)):
+        p = run_passes(nova.make_program(fn)(x))
+        exe = compile_program(p)
+        (launch,) = exe.launches
+        want = 2 * native if wide and cols % (2 * native) == 0 else native
+        assert launch.kernel.schedule["vector_width"] == want
+        assert_close(exe([x])[0], run_program(p, [x])[0], rtol=1e-5, atol=1e-6)
+
+
 def test_dump_dir_has_programs_kernel_mlir_and_llvm_ir(tmp_path, monkeypatch):
     monkeypatch.setenv("NOVA_DUMP_DIR", str(tmp_path))
     monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path / "cache"))

@@ -565,8 +565,8 @@ def test_compiled_max_min_propagate_nan_from_any_lane(dtype, axis):
 
 
 def test_compiled_exp_and_tanh_keep_nan_and_limits():
-    """exp and tanh clamp their argument with bare vminps/vmaxps (poison for NaN): the NaN, inf
-    and underflow cases are selected from the argument itself."""
+    """exp clamps its argument with bare vminps/vmaxps (poison for NaN) and selects the NaN case
+    from the argument; tanh's clamps pass NaN and -0 through (builder.clamp_keep_nan)."""
     x = np.array([np.nan, np.inf, -np.inf, 89.0, 88.7, -104.5, -103.0, -0.0, 0.0, 1e-5, -1e-5,
                   8.0, -8.0, 3.0, -0.5, np.nan], np.float32)
     got_exp, got_tanh = nova.jit(lambda x: (jnp.exp(x), jnp.tanh(x)))(x)

@@ -274,6 +274,20 @@ class Builder:
         return self.op(f"arith.maximumf {xc.name}, {lo_v.name} fastmath<nnan,nsz> : {t}", x.dtype,
                        x.width)
 
+    def clamp_keep_nan(self, x: Value, lo: float, hi: float) -> Value:
+        """min(max(x, lo), hi) that returns a NaN x (and -0) unchanged, written as
+        `x > hi ? hi : x` then `y < lo ? lo : y`: x86 lowers each to one vminps / vmaxps with x as
+        the operand returned on an unordered compare, so no NaN select is needed afterwards."""
+        t = x.type
+        lo_v, hi_v = self.const(lo, x.dtype, x.width), self.const(hi, x.dtype, x.width)
+        bt = f"vector<{x.width}xi1>" if x.width else "i1"
+        above = self.op(f"arith.cmpf ogt, {x.name}, {hi_v.name} : {t}", dtypes.bool_, x.width)
+        y = self.op(f"arith.select {above.name}, {hi_v.name}, {x.name} : {bt}, {t}", x.dtype,
+                    x.width)
+        below = self.op(f"arith.cmpf olt, {y.name}, {lo_v.name} : {t}", dtypes.bool_, x.width)
+        return self.op(f"arith.select {below.name}, {lo_v.name}, {y.name} : {bt}, {t}", x.dtype,
+                       x.width)
+
     def abs(self, a):
         if a.is_float:
             return self._float_op("math.absf", a)
@@ -367,12 +381,14 @@ class Builder:
         ptanh_float (the minimax fit XLA also uses). The argument is clamped to [-9, 9]: there
         the rational evaluates to exactly +-1 (true tanh(9) is 3e-8 below 1, half an ulp), and
         between its fitted range (+-7.9) and 9 it stays within 2e-7 of +-1, so clamping the
-        result to [-1, 1] replaces the |x| > 7.9 compare, copysign and select (4 ops fewer).
-        Within 4 ulp of NumPy over the whole range; NaN and +-0 return x."""
+        result to [-1, 1] replaces the |x| > 7.9 compare, copysign and select. Both clamps pass
+        a NaN and -0 through (`clamp_keep_nan`), and x * (p / q) keeps them (p / q is finite and
+        positive near 0), so no final select is needed. Within 4 ulp of NumPy over the whole
+        range."""
         w = x.width
         f = lambda v: self._f32(v, w)  # noqa: E731
         t = x.type
-        xc = self.clamp_fast(x, -9.0, 9.0)  # a NaN x is selected back at the end
+        xc = self.clamp_keep_nan(x, -9.0, 9.0)
         x2 = self.op(f"arith.mulf {xc.name}, {xc.name} : {t}", x.dtype, w)
         p = f(-2.76076847742355e-16)
         for c in (2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
@@ -384,10 +400,7 @@ class Builder:
         # x * (p / q) rather than (x * p) / q: a subnormal x times p ~ 0.005 would lose bits.
         r = self.op(f"arith.divf {p.name}, {q.name} : {t}", x.dtype, w)
         y = self.op(f"arith.mulf {xc.name}, {r.name} : {t}", x.dtype, w)
-        y = self.clamp_fast(y, -1.0, 1.0)
-        # Unordered-or-equal to 0: NaN (whose y is poison) and +-0 (keeps the sign) return x.
-        keep = self.op(f"arith.cmpf ueq, {x.name}, {f(0.0).name} : {t}", dtypes.bool_, w)
-        return self.select(keep, x, y)
+        return self.clamp_keep_nan(y, -1.0, 1.0)
 
     def exp(self, a):
         if a.dtype == dtypes.float64:

@@ -19,7 +19,7 @@ import threading
 import warnings
 
 # Bump when generated code changes meaning or ABI: old disk entries then miss.
-CODEGEN_VERSION = "nova-cpu-1"
+CODEGEN_VERSION = "nova-cpu-2"
 
 _mem: dict[str, object] = {}
 _key_of: dict[int, str] = {}  # id(loaded function) -> its key (functions are never unloaded)

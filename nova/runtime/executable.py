@@ -20,15 +20,39 @@ import numpy as np
 
 # NOVA_PROFILE=1: time every launch; a table sorted by total time is printed at exit.
 _PROFILE: dict[str, list] = {}
+_DESCRIPTIONS: dict[str, str] = {}  # kernel name -> what it computes (describe_kernel)
 _profiling = os.environ.get("NOVA_PROFILE") == "1"
 
 
+def describe_kernel(kernel) -> str:
+    """A short account of what a codegen Kernel computes, for the profile table: its kind, its
+    distinctive primitives (movement and casts left out, first six kept) and the shape of its
+    largest output, e.g. `contraction dot_general [2048, 768]` or
+    `loop reduce_max exp reduce_sum div [64, 128, 128]`."""
+    if kernel is None:
+        return ""
+    skip = {"constant", "reshape", "broadcast_in_dim", "transpose", "convert_element_type",
+            "squeeze", "expand_dims", "copy"}
+    ops: list[str] = []
+    for e in kernel.program.eqns:
+        name = e.prim.name
+        if name not in skip and name not in ops:
+            ops.append(name)
+    more = " ..." if len(ops) > 6 else ""
+    outs = [v.type for v in kernel.program.outputs]
+    shape = list(max(outs, key=lambda t: t.nbytes).shape) if outs else []
+    return f"{kernel.kind} {' '.join(ops[:6])}{more} {shape}"
+
+
 def profile_table() -> str:
-    """Per-kernel time (calls, total ms, mean us), sorted by total, plus host time between."""
+    """Per-kernel time (calls, total ms, mean us), sorted by total, plus host time between,
+    and what each kernel computes (describe_kernel)."""
     rows = sorted(_PROFILE.items(), key=lambda kv: -kv[1][1])
-    lines = [f"{'kernel':28s} {'calls':>7s} {'total ms':>10s} {'mean us':>9s}"]
+    total_all = sum(total for _, total in _PROFILE.values()) or 1.0
+    lines = [f"{'kernel':28s} {'calls':>7s} {'total ms':>10s} {'mean us':>9s} {'share':>6s}  what"]
     for name, (calls, total) in rows:
-        lines.append(f"{name:28s} {calls:7d} {total * 1e3:10.2f} {total / calls * 1e6:9.1f}")
+        lines.append(f"{name:28s} {calls:7d} {total * 1e3:10.2f} {total / calls * 1e6:9.1f} "
+                     f"{total / total_all:6.1%}  {_DESCRIPTIONS.get(name, '')}")
     return "\n".join(lines)
 
 
@@ -309,6 +333,8 @@ class CPUExecutable:
                     t = time.perf_counter()
                     launch.fn(*ptrs)
                     times.append((launch.name, time.perf_counter() - t))
+                    if launch.name not in _DESCRIPTIONS:
+                        _DESCRIPTIONS[launch.name] = describe_kernel(launch.kernel)
             else:
                 t = time.perf_counter()
                 outs = launch.host([env[s] for s in launch.inputs])

@@ -33,10 +33,11 @@ last multiple of KU, so every micro-kernel runs the same unrolled loop; a micro-
 out of C goes through a small scratch tile and a scalar copy of its valid part.
 
 Shape-generic kernels (`generic_variant`, `generic_params`): a kernel without an epilogue can be
-emitted for its variant only -- dtype, transposes, register block -- taking `(A, B, P, C)` with
-P an int64 vector of batch, m, n, k, the thread split and the cache blocks, and A, B, C viewed
-at those sizes (memref.reinterpret_cast of bare pointers). The analytic plan still runs per
-shape, in Python, to fill P; one compiled kernel then serves every shape of its variant.
+emitted for its variant only -- dtype and register block -- taking `(A, B, P, C)` with P an
+int64 vector of batch, m, n, k, the thread split, the cache blocks and the two transpose flags,
+and A, B, C viewed at those sizes (memref.reinterpret_cast of bare pointers; both layouts of A
+and B, the packs choose one behind an `scf.if`). The analytic plan still runs per shape, in
+Python, to fill P; one compiled kernel then serves every shape and transpose of its variant.
 
 Threads (spec.threads > 1): the iteration space is cut into `threads` independent slabs (along
 batch, m or n, whichever duplicates less packing work) run inside one `omp.parallel` region;
@@ -443,7 +444,8 @@ class _MatmulGen:
                           "    return", "}"])
 
     # Positions in a shape-generic kernel's parameter vector (an int64 memref argument).
-    GENERIC_PARAMS = ("batch", "m", "n", "k", "threads", "split", "slab", "KC", "MC", "NC")
+    GENERIC_PARAMS = ("batch", "m", "n", "k", "threads", "split", "slab", "KC", "MC", "NC",
+                      "a_trans", "b_trans")
 
     def _generic_prologue(self) -> str:
         """Signature `(A, B, P, C)` with A, B, C as bare pointers (memref<1xT>) viewed through
@@ -457,15 +459,17 @@ class _MatmulGen:
             self.p[name] = e.op(f"arith.index_cast {raw} : i64 to index", "p")
         self.nt = e.op(f"arith.index_cast {self.p['threads']} : index to i32", "nt")
         bdim, m, n, k = self.p["batch"], self.p["m"], self.p["n"], self.p["k"]
-        views = []
-        for raw, rows, cols in (("%A0", *((k, m) if s.a_trans else (m, k))),
-                                ("%B0", *((n, k) if s.b_trans else (k, n))),
-                                ("%C0", m, n)):
+
+        def view(raw, rows, cols):
             plane = e.mul(rows, cols)
-            views.append(e.op(f"memref.reinterpret_cast {raw} to offset: [0], sizes: [{bdim}, "
-                              f"{rows}, {cols}], strides: [{plane}, {cols}, 1] : "
-                              f"memref<1x{el}> to {self.a_t}", "view"))
-        self.A, self.B, self.C = views
+            return e.op(f"memref.reinterpret_cast {raw} to offset: [0], sizes: [{bdim}, {rows}, "
+                        f"{cols}], strides: [{plane}, {cols}, 1] : memref<1x{el}> to {self.a_t}",
+                        "view")
+
+        # Both layouts of A and B (descriptors only); the packs pick one by P's a_trans/b_trans.
+        self.A_views = {False: view("%A0", m, k), True: view("%A0", k, m)}
+        self.B_views = {False: view("%B0", k, n), True: view("%B0", n, k)}
+        self.A, self.B, self.C = self.A_views[False], self.B_views[False], view("%C0", m, n)
         return f"%A0: memref<1x{el}>, %B0: memref<1x{el}>, %P: {pt}, %C0: memref<1x{el}>"
 
     def slab(self, sid: str | None) -> None:
@@ -541,15 +545,64 @@ class _MatmulGen:
     def pack_b(self, jc, nc, npb, pc, kc, kcu) -> None:
         """Bp[jp, kk, c] = B[bb, pc+kk, jc+jp*NR+c] (0 past n or past kc, up to kcu)."""
         s, t, e = self.spec, self.t, self.e
-        nr, w, vt, bt = t["NR"], t["W"], self.vt, self.b_t
+        nr, w, vt = t["NR"], t["W"], self.vt
         c0, c1 = e.idx(0), e.idx(1)
         e.for_("%jp", c0, npb, c1)
         jofs = e.mul("%jp", e.idx(nr))
         j = e.add(jc, jofs)
         nv = e.min(e.idx(nr), e.sub(nc, jofs))
-        if s.b_trans:
+        self._either(lambda trans: self._pack_b_panel(trans, j, nv, pc, kc), "b_trans",
+                     s.b_trans)
+        # k padding up to a multiple of KU: zeros contribute nothing to the sums.
+        e.for_("%kk", kc, kcu, c1)
+        for v in range(t["NV"]):
+            e.emit(f"vector.store {e.fzero(w)}, {self.Bp}[%jp, %kk, {e.idx(v * w)}] : "
+                   f"{self.bp_t}, {vt}")
+        e.close()
+        e.close()
+
+    def pack_a(self, ic, mc, npa, pc, kc, kcu) -> None:
+        """Ap[ip, kk, r] = A[bb, ic+ip*MR+r, pc+kk] (0 past m or past kc, up to kcu)."""
+        s, t, e = self.spec, self.t, self.e
+        mr = t["MR"]
+        c0, c1 = e.idx(0), e.idx(1)
+        mvt = f"vector<{mr}x{self.elem}>"
+        e.for_("%ip", c0, npa, c1)
+        iofs = e.mul("%ip", e.idx(mr))
+        i = e.add(ic, iofs)
+        mv = e.min(e.idx(mr), e.sub(mc, iofs))
+        self._either(lambda trans: self._pack_a_block(trans, i, mv, pc, kc), "a_trans",
+                     s.a_trans)
+        e.for_("%kk", kc, kcu, c1)
+        e.emit(f"vector.store {e.fzero(mr)}, {self.Ap}[%ip, %kk, {c0}] : {self.ap_t}, {mvt}")
+        e.close()
+        e.close()
+
+    def _either(self, emit, flag: str, static: bool) -> None:
+        """emit(trans) for the kernel's transpose; a shape-generic kernel reads it from its
+        parameter vector and holds both packs behind an `scf.if` (one kernel then serves
+        every transpose variant: one micro-kernel for LLVM to compile instead of four)."""
+        if not self.generic:
+            emit(static)
+            return
+        e = self.e
+        on = e.cmp("ne", self.p[flag], e.idx(0))
+        e.open(f"scf.if {on}")
+        emit(True)
+        e.close("} else {")
+        e.indent += 2
+        emit(False)
+        e.close()
+
+    def _pack_b_panel(self, trans, j, nv, pc, kc) -> None:
+        """The kc packed rows of one NR-wide panel of B (B transposed when `trans`)."""
+        t, e = self.t, self.e
+        nr, w, vt, bt = t["NR"], t["W"], self.vt, self.b_t
+        B = self.B_views[trans] if self.generic else self.B
+        c0, c1 = e.idx(0), e.idx(1)
+        if trans:
             # B is (n, k): the panel is a transpose of NR rows of B, done W x W at a time.
-            self.pack_transposed(self.B, bt, j, nv, nr, "%jp", self.Bp, self.bp_t, pc, kc)
+            self.pack_transposed(B, bt, j, nv, nr, "%jp", self.Bp, self.bp_t, pc, kc)
         else:
             # B is (k, n): each packed row is NR contiguous elements, copied as vectors; the
             # last panel uses masked loads so that nothing past column n is touched.
@@ -559,7 +612,7 @@ class _MatmulGen:
             krow = e.add(pc, "%kk")
             for v in range(t["NV"]):
                 col = e.add(j, e.idx(v * w))
-                x = e.op(f"vector.load {self.B}[{self.bb}, {krow}, {col}] : {bt}, {vt}", "x")
+                x = e.op(f"vector.load {B}[{self.bb}, {krow}, {col}] : {bt}, {vt}", "x")
                 e.emit(f"vector.store {x}, {self.Bp}[%jp, %kk, {e.idx(v * w)}] : "
                        f"{self.bp_t}, {vt}")
             e.close()
@@ -573,36 +626,26 @@ class _MatmulGen:
             krow = e.add(pc, "%kk")
             for v in range(t["NV"]):
                 col = e.add(j, e.idx(v * w))
-                x = e.op(f"vector.maskedload {self.B}[{self.bb}, {krow}, {col}], {masks[v]}, "
+                x = e.op(f"vector.maskedload {B}[{self.bb}, {krow}, {col}], {masks[v]}, "
                          f"{e.fzero(w)} : {bt}, vector<{w}xi1>, {vt} into {vt}", "x")
                 e.emit(f"vector.store {x}, {self.Bp}[%jp, %kk, {e.idx(v * w)}] : "
                        f"{self.bp_t}, {vt}")
             e.close()
             e.close()
-        # k padding up to a multiple of KU: zeros contribute nothing to the sums.
-        e.for_("%kk", kc, kcu, c1)
-        for v in range(t["NV"]):
-            e.emit(f"vector.store {e.fzero(w)}, {self.Bp}[%jp, %kk, {e.idx(v * w)}] : "
-                   f"{self.bp_t}, {vt}")
-        e.close()
-        e.close()
 
-    def pack_a(self, ic, mc, npa, pc, kc, kcu) -> None:
-        """Ap[ip, kk, r] = A[bb, ic+ip*MR+r, pc+kk] (0 past m or past kc, up to kcu)."""
-        s, t, e = self.spec, self.t, self.e
+    def _pack_a_block(self, trans, i, mv, pc, kc) -> None:
+        """The kc packed k-steps of one MR-row block of A (A transposed when `trans`)."""
+        t, e = self.t, self.e
         mr, at = t["MR"], self.a_t
+        A = self.A_views[trans] if self.generic else self.A
         c0, c1 = e.idx(0), e.idx(1)
         mvt = f"vector<{mr}x{self.elem}>"
-        e.for_("%ip", c0, npa, c1)
-        iofs = e.mul("%ip", e.idx(mr))
-        i = e.add(ic, iofs)
-        mv = e.min(e.idx(mr), e.sub(mc, iofs))
-        if s.a_trans:
+        if trans:
             full = e.cmp("eq", mv, e.idx(mr))
             # A is (k, m): the MR values of one packed k step are contiguous; one vector each.
             e.open(f"scf.if {full}")
             e.for_("%kk", c0, kc, c1)
-            x = e.op(f"vector.load {self.A}[{self.bb}, {e.add(pc, '%kk')}, {i}] : {at}, {mvt}",
+            x = e.op(f"vector.load {A}[{self.bb}, {e.add(pc, '%kk')}, {i}] : {at}, {mvt}",
                      "x")
             e.emit(f"vector.store {x}, {self.Ap}[%ip, %kk, {c0}] : {self.ap_t}, {mvt}")
             e.close()
@@ -610,18 +653,14 @@ class _MatmulGen:
             e.indent += 2
             mask = e.op(f"vector.create_mask {mv} : vector<{mr}xi1>", "mask")
             e.for_("%kk", c0, kc, c1)
-            x = e.op(f"vector.maskedload {self.A}[{self.bb}, {e.add(pc, '%kk')}, {i}], {mask}, "
+            x = e.op(f"vector.maskedload {A}[{self.bb}, {e.add(pc, '%kk')}, {i}], {mask}, "
                      f"{e.fzero(mr)} : {at}, vector<{mr}xi1>, {mvt} into {mvt}", "x")
             e.emit(f"vector.store {x}, {self.Ap}[%ip, %kk, {c0}] : {self.ap_t}, {mvt}")
             e.close()
             e.close()
         else:
             # A is (m, k): the block is a transpose of MR rows of A.
-            self.pack_transposed(self.A, at, i, mv, mr, "%ip", self.Ap, self.ap_t, pc, kc)
-        e.for_("%kk", kc, kcu, c1)
-        e.emit(f"vector.store {e.fzero(mr)}, {self.Ap}[%ip, %kk, {c0}] : {self.ap_t}, {mvt}")
-        e.close()
-        e.close()
+            self.pack_transposed(A, at, i, mv, mr, "%ip", self.Ap, self.ap_t, pc, kc)
 
     def transpose(self, rows: list[str], tw: int) -> list[str]:
         """The transpose of a tw x tw block held as tw vectors of width tw (tw a power of 2):
@@ -852,8 +891,8 @@ def emit_matmul(name: str, spec: MatmulSpec, tiles: dict | None = None,
 
 def generic_variant(spec: MatmulSpec, device: CPUDevice | None = None) -> dict | None:
     """The tiles of a shape-generic kernel able to run `spec` as well as its own kernel would, or
-    None. A generic kernel fixes only what code generation needs (dtype, transposes, the
-    register block MR x NV of W lanes); batch, m, n, k, the thread split and the cache blocks
+    None. A generic kernel fixes only what code generation needs (dtype, the register block
+    MR x NV of W lanes); batch, m, n, k, the transposes, the thread split and the cache blocks
     are read at run time from a parameter vector (`generic_params`). Every spec with the same
     variant shares one compiled kernel: the matmuls of a model compile once, not once per
     shape (the 15 matmul kernels of the tiny GPT-2 step were 3.6 of its 6.2 s of LLVM time).
@@ -871,9 +910,9 @@ def generic_variant(spec: MatmulSpec, device: CPUDevice | None = None) -> dict |
 
 
 def generic_name(spec: MatmulSpec, tiles: dict) -> str:
-    """The symbol of the shape-generic kernel for spec's variant."""
-    return (f"nova_gemm_{spec.elem}_{'t' if spec.a_trans else 'n'}{'t' if spec.b_trans else 'n'}"
-            f"_{tiles['MR']}x{tiles['NR']}")
+    """The symbol of the shape-generic kernel for spec's variant: the dtype and the register
+    block (one kernel serves all four transpose combinations, read from its parameters)."""
+    return f"nova_gemm_{spec.elem}_{tiles['MR']}x{tiles['NR']}"
 
 
 def generic_params(spec: MatmulSpec, device: CPUDevice | None = None) -> np.ndarray:
@@ -884,7 +923,7 @@ def generic_params(spec: MatmulSpec, device: CPUDevice | None = None) -> np.ndar
     split = {"none": 0, "batch": 1, "m": 2, "n": 3}[t["split"]]
     vals = {"batch": spec.batch, "m": spec.m, "n": spec.n, "k": spec.k, "threads": t["threads"],
             "split": split, "slab": max(t["slab"], 1), "KC": t["KC"], "MC": t["MC"],
-            "NC": t["NC"]}
+            "NC": t["NC"], "a_trans": int(spec.a_trans), "b_trans": int(spec.b_trans)}
     return np.array([vals[name] for name in _MatmulGen.GENERIC_PARAMS], np.int64)
 
 

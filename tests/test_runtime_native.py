@@ -145,3 +145,29 @@ def test_a_damaged_launcher_library_is_rebuilt(tmp_path):
     so.write_bytes(b"\x7fELF" + bytes(60))  # truncated (as another process might leave it)
     assert launcher.load_launcher(str(tmp_path)) is not None
     assert so.stat().st_size > 64
+
+
+def test_profile_table_says_what_each_kernel_computes():
+    """NOVA_PROFILE's table: per kernel its calls, time, share of the total and a description
+    (kind, distinctive primitives, largest output shape) from describe_kernel."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np, nova, nova.numpy as jnp
+        f = nova.jit(lambda x, w: jnp.exp(x @ w - jnp.max(x @ w, axis=-1, keepdims=True)))
+        x = np.ones((64, 32), np.float32); w = np.ones((32, 48), np.float32)
+        for _ in range(3):
+            f(x, w)
+    """)
+    env = dict(__import__("os").environ, NOVA_PROFILE="1")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.split("NOVA_PROFILE\n", 1)[1].splitlines()
+    assert lines[0].split()[:5] == ["kernel", "calls", "total", "ms", "mean"]
+    rows = {ln.split()[0]: ln for ln in lines[1:] if ln.startswith("k_")}
+    assert any("contraction dot_general [64, 48]" in r for r in rows.values()), lines
+    assert any("loop" in r and "reduce_max" in r and "exp" in r for r in rows.values()), lines
+    assert all(r.split()[1] == "3" for r in rows.values())  # three calls each

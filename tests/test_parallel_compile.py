@@ -54,7 +54,34 @@ def test_a_batch_compiled_by_two_processes_gives_two_libraries(monkeypatch, tmp_
     np.testing.assert_allclose(np.asarray(got[1]), np.max(h, axis=0), rtol=1e-5)
     libraries = [p for p in glob.glob(str(tmp_path / "cpu" / "lib" / "*.so"))
                  if "launcher" not in p]
-    assert len(libraries) == 2
+    assert len(libraries) == 3  # up to GROUPS_PER_PROCESS libraries per process
+
+
+def test_processes_take_jobs_from_a_queue_each_compiled_once(tmp_path, monkeypatch):
+    """Two workers (this process and a forked child) claim jobs in order: every job is compiled
+    exactly once, both workers compile, and every library exists afterwards."""
+    import time
+
+    log = tmp_path / "log"
+    real = cc.compile_to_shared_library
+    parent = os.getpid()
+
+    def logged(**job):
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()} {job['func_names'][0]}\n")
+        if os.getpid() == parent and job["func_names"][0] == "k_0":
+            time.sleep(1.0)  # a slow first job: the child takes the next ones meanwhile
+        real(**job)
+
+    monkeypatch.setattr(cc, "compile_to_shared_library", logged)
+    jobs = [dict(text=f"func.func @k_{n}(%a: memref<4xf32>) {{\n  return\n}}\n",
+                 func_names=[f"k_{n}"], so_path=str(tmp_path / f"k{n}.so"), what=f"k_{n}")
+            for n in range(6)]
+    cc.compile_in_parallel(jobs, workers=2)
+    entries = [ln.split() for ln in log.read_text().splitlines()]
+    assert sorted(name for _, name in entries) == sorted(f"k_{n}" for n in range(6))
+    assert len({pid for pid, _ in entries}) == 2
+    assert all(os.path.exists(j["so_path"]) for j in jobs)
 
 
 def test_a_failing_child_job_is_reported_by_the_parent(tmp_path):

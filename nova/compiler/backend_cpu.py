@@ -155,6 +155,11 @@ def _lower(k: Kernel) -> list:
     return [(k, k.name, emit_loop_kernel(k.name, k), None)]
 
 
+# Libraries per compile process when a batch is split (compile_in_parallel's queue): with 2,
+# the tiny GPT-2 step's two processes finished 0.3 s apart with one library each (the cost
+# estimate's error); each library more costs one link and LLVM set-up (~20-30 ms).
+GROUPS_PER_PROCESS = 3
+
 # Lone matmuls run shape-generic kernels (codegen/cpu/matmul.py generic_variant); False
 # compiles one kernel per shape (for comparisons: NOVA_GENERIC_MATMULS=0).
 GENERIC_MATMULS = os.environ.get("NOVA_GENERIC_MATMULS", "1") != "0"
@@ -194,8 +199,13 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
         syms = list(missing)
         sizes = [compile_cost(sym, missing[sym][2]) for sym in syms]
         procs = compile_processes() if sum(sizes) >= MIN_PARALLEL_TEXT else 1
+        # More libraries than processes, costliest first: the processes take them from a
+        # queue (compile_in_parallel), so a wrong cost estimate leaves no process idle.
+        groups = split_for_processes(sizes, min(procs * GROUPS_PER_PROCESS if procs > 1 else 1,
+                                                len(syms)))
+        groups.sort(key=lambda g: -sum(sizes[i] for i in g))
         jobs, libraries = [], []
-        for group in split_for_processes(sizes, min(procs, len(syms))):
+        for group in groups:
             names = [syms[i] for i in group]
             text = module_text([missing[sym][2] for sym in names])
             batch = hashlib.sha256((text + target + cache.CODEGEN_VERSION).encode()).hexdigest()[:24]
@@ -209,7 +219,7 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None) -> dict:
                              what=f"{len(names)} kernel(s) {', '.join(names[:4])}",
                              openmp=needs_openmp(text)))
             libraries.append((names, so, in_memory_only))
-        compile_in_parallel(jobs)
+        compile_in_parallel(jobs, procs)
         for names, so, in_memory_only in libraries:
             for sym in names:
                 nargs, key, _ = missing[sym]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -261,17 +262,37 @@ def compile_cost(symbol: str, text: str) -> float:
     return float(len(text))
 
 
-def compile_in_parallel(jobs: list[dict]) -> None:
-    """Runs `compile_to_shared_library(**job)` for every job, the first in this process and the
-    others in forked children at the same time. A child that fails (or cannot be forked) has its
-    job compiled again here, so errors surface as this process's CompilerError."""
+def compile_in_parallel(jobs: list[dict], workers: int | None = None) -> None:
+    """Runs `compile_to_shared_library(**job)` for every job on `workers` processes (default:
+    one per job): this one and forked children, which take the jobs from a shared queue in the
+    given order (put the costliest first), each claiming a job by creating its claim file
+    (O_EXCL), so a worker that finishes early takes more and none idles while another still
+    has a queue. A job a child claimed but did not finish (or a child that could not be forked)
+    is compiled again here, so errors surface as this process's CompilerError."""
     global _lock
+    if not jobs:
+        return
+    workers = len(jobs) if workers is None else max(1, min(workers, len(jobs)))
+    claims = tempfile.mkdtemp(prefix="nova-claims-")
+
+    def claim(n: int) -> bool:
+        try:
+            os.close(os.open(os.path.join(claims, str(n)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            return True
+        except FileExistsError:
+            return False
+
+    def work() -> None:
+        for n, job in enumerate(jobs):
+            if claim(n):
+                compile_to_shared_library(**job)
+
     children = []
     # Forks happen while this process holds the compile lock, so that no other thread of it is
     # inside MLIR or LLVM (whose internal locks a child would inherit held); the child starts
     # with a lock of its own.
     with _lock:
-        for job in jobs[1:]:
+        for _ in range(workers - 1):
             try:
                 with warnings.catch_warnings():
                     # JAX, when imported, warns about any fork (its threads hold locks a child
@@ -279,33 +300,27 @@ def compile_in_parallel(jobs: list[dict]) -> None:
                     warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
                     pid = os.fork()
             except OSError:
-                children.append((None, job))
-                continue
+                break
             if pid == 0:  # the child: compile, and leave without running the exit hooks
                 code = 1
                 try:
                     _lock = threading.Lock()
-                    compile_to_shared_library(**job)
+                    work()
                     code = 0
                 except BaseException:  # noqa: BLE001 - the parent recompiles and reports
                     pass
                 finally:
                     os._exit(code)
-            children.append((pid, job))
+            children.append(pid)
     try:
-        if jobs:
-            compile_to_shared_library(**jobs[0])
+        work()
     finally:
-        failed = []
-        for pid, job in children:
-            ok = False
-            if pid is not None:
-                _, status = os.waitpid(pid, 0)
-                ok = os.waitstatus_to_exitcode(status) == 0 and os.path.exists(job["so_path"])
-            if not ok:
-                failed.append(job)
-    for job in failed:
-        compile_to_shared_library(**job)
+        for pid in children:
+            os.waitpid(pid, 0)
+        shutil.rmtree(claims, ignore_errors=True)
+    for job in jobs:
+        if not os.path.exists(job["so_path"]):
+            compile_to_shared_library(**job)
 
 
 _omp_preloaded = False

@@ -108,7 +108,8 @@ def test_a_donated_input_that_is_not_aligned_for_streaming_stores_is_not_reused(
     program = run_passes(nova.make_program(lambda x, w: (x * 2.0 + 1.0) @ w)(want, w))
     exe = compile_program(program, donated=(0,))
     assert exe.plan.aliases == {2: 0}  # the elementwise result takes x's buffer
-    assert exe.launches[0].kernel.schedule["nontemporal_stores"] is True
+    # written in place over x: plain stores (backend_cpu._temporal_where_in_place)
+    assert exe.launches[0].kernel.schedule["nontemporal_stores"] is False
     for offset in (0, 4):  # aligned: reused in place; 4 bytes past: a fresh buffer
         raw = np.empty(want.size + 4, np.float32)
         start = next(k for k in range(4) if raw[k:].ctypes.data % 16 == offset)
@@ -117,3 +118,22 @@ def test_a_donated_input_that_is_not_aligned_for_streaming_stores_is_not_reused(
         (out,) = exe([x, w])
         assert_close(out, (want * 2.0 + 1.0) @ w, rtol=1e-5, atol=1e-4)
         np.testing.assert_array_equal(x == want, offset != 0)  # overwritten only when reused
+
+
+def test_a_kernel_written_in_place_keeps_plain_stores(small_llc):
+    """The same memory-bound elementwise kernel streams its stores into a fresh buffer, but not
+    when the memory plan writes it in place over a donated input (whose lines it has just read):
+    that launch runs a plain-store variant of its own symbol, with the same results."""
+    rng = np.random.default_rng(44)
+    x = rng.standard_normal((136, 104)).astype(np.float32)
+    w = rng.standard_normal((104, 8)).astype(np.float32)
+    f = lambda x, w: (x * 2.0 + 1.0) @ w  # noqa: E731
+    fresh = compile_program(run_passes(nova.make_program(f)(x, w)))
+    in_place = compile_program(run_passes(nova.make_program(f)(x, w)), donated=(0,))
+    assert fresh.plan.aliases == {} and in_place.plan.aliases == {2: 0}
+    assert fresh.launches[0].kernel.schedule["nontemporal_stores"] is True
+    assert in_place.launches[0].kernel.schedule["nontemporal_stores"] is False
+    assert fresh.launches[0].fn is not in_place.launches[0].fn
+    want = (x * 2.0 + 1.0) @ w
+    assert_close(fresh([x.copy(), w])[0], want, rtol=1e-5, atol=1e-4)
+    assert_close(in_place([x.copy(), w])[0], want, rtol=1e-5, atol=1e-4)

@@ -566,8 +566,10 @@ def uses_nontemporal_stores(kernel: Kernel, last_level_cache: int) -> bool:
     return total > last_level_cache and weighted_intensity(kernel) <= MAX_STREAMING_INTENSITY
 
 
-def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int | None = None) -> str:
+def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int | None = None,
+                     streaming: bool | None = None) -> str:
     """MLIR text of one `func.func @name(inputs..., outputs...)` computing a loop kernel.
+    streaming=False forbids non-temporal stores (None: `uses_nontemporal_stores` decides).
 
     Tries explicit vectors (the host's SIMD width in float32 lanes) first and falls back to
     scalar code when an access along the innermost axis is not contiguous. Large kernels split
@@ -580,7 +582,7 @@ def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int | None = None)
     size = int(np.prod(S, dtype=np.int64))
     threads = dev.cores if size >= MIN_THREADED_ELEMENTS else 1
     kernel.schedule["threads"] = threads
-    nontemporal = uses_nontemporal_stores(kernel, dev.l3)
+    nontemporal = streaming is not False and uses_nontemporal_stores(kernel, dev.l3)
     if vector_width is None:
         native = dev.vector_bits // 32
         widths = [native]

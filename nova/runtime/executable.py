@@ -13,6 +13,7 @@ import atexit
 import ctypes
 import mmap
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -137,6 +138,42 @@ def _reused(buf: np.ndarray, t) -> np.ndarray:
     return o
 
 
+# Fresh program outputs of at least this many bytes come from a small per-slot pool of earlier
+# calls' buffers that nothing references any more. glibc serves such sizes with mmap (or a heap
+# it trims back to the system), so a fresh output was page-faulted in on every call: 0.4 ms of
+# a 19 ms step outside the kernels in bench/compile_and_overhead.py's warm process.
+POOL_MIN_BYTES = 128 * 1024
+# Buffers kept per output slot: two let a training loop that feeds each call's outputs to the
+# next (outputs of call n alive while call n + 1 runs) reuse call n - 1's without allocating.
+POOL_KEEP = 2
+
+
+class _OutputPool:
+    """Output buffers an executable hands out and takes back once the caller drops them.
+
+    A buffer is free when the pool holds the only reference to it (`sys.getrefcount`): every
+    array, view or memoryview a caller keeps refers to it, so a buffer still in use is never
+    handed out again. At most POOL_KEEP buffers per slot are kept: beyond that a call allocates
+    as NumPy would, and the extra memory held is bounded by POOL_KEEP times the fresh outputs."""
+
+    def __init__(self):
+        self.free: dict[int, list] = {}
+
+    def take(self, s: int, t) -> np.ndarray:
+        """A buffer of TensorType t for output slot s."""
+        if t.nbytes < POOL_MIN_BYTES:
+            return np.empty(t.shape, t.dtype)
+        kept = self.free.setdefault(s, [])
+        for b in kept:
+            # references: the list, this loop's name, getrefcount's argument
+            if sys.getrefcount(b) == 3:
+                return b
+        b = np.empty(t.shape, t.dtype)
+        if len(kept) < POOL_KEEP:
+            kept.append(b)
+        return b
+
+
 class CPUExecutable:
     """Runs launches in order; values live in slots (program inputs first)."""
 
@@ -166,6 +203,7 @@ class CPUExecutable:
                 t = self.slot_types[s]
                 self.views[s] = self.arena[off:off + t.nbytes].view(t.dtype).reshape(t.shape)
         self.aliases = dict(plan.aliases) if plan is not None else {}
+        self._pool = _OutputPool()
 
     def __call__(self, values: list) -> list:
         if _profiling:
@@ -276,7 +314,8 @@ class CPUExecutable:
             if seg[0] == "native":
                 _, _, table_ptr, count, fresh = seg
                 for kind, s, x in fresh:
-                    o = np.empty(x.shape, x.dtype) if kind == "fresh" else _reused(env[x[0]], x[1])
+                    o = self._pool.take(s, x) if kind == "fresh" else \
+                        _reused(env[x[0]], x[1])
                     env[s] = o
                     slots[s] = _address(o)
                 done = self.launcher(table_ptr, count, self._slots_ptr)
@@ -287,7 +326,7 @@ class CPUExecutable:
             if launch.fn is not None:  # too many arguments for the launcher's table
                 for kind, s, x in recipe:
                     if kind != "view":
-                        o = np.empty(x.shape, x.dtype) if kind == "fresh" else \
+                        o = self._pool.take(s, x) if kind == "fresh" else \
                             _reused(env[x[0]], x[1])
                         env[s] = o
                         slots[s] = _address(o)
@@ -322,7 +361,8 @@ class CPUExecutable:
                     if kind == "view":
                         env[s] = x
                         continue
-                    o = np.empty(x.shape, x.dtype) if kind == "fresh" else _reused(env[x[0]], x[1])
+                    o = self._pool.take(s, x) if kind == "fresh" else \
+                        _reused(env[x[0]], x[1])
                     env[s] = o
                     addr[s] = _address(o)
                 ptrs = [addr[s] for s in launch.inputs]

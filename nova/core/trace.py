@@ -114,6 +114,9 @@ class Trace:
         self.active = True
         self.stage = "fwd"  # reverse mode records its equations as "bwd"
         self._const_cache: dict[int, Tracer] = {}
+        # ids of Vars known to hold only finite numbers: small constants and their broadcasts or
+        # reshapes. Reverse mode skips its zero-cotangent masks for such partials (is_finite).
+        self.finite: set[int] = set()
 
     # --- values entering the trace ----------------------------------------------------------
     def new_input(self, type_: TensorType, value=None, name: str | None = None) -> Tracer:
@@ -166,11 +169,32 @@ class Trace:
             vals = evaluate(prim, [t._val for t in ins], params, out_types)
         args = frozenset().union(*(t._args for t in ins)) if ins else frozenset()
         self.eqns.append(Eqn(prim, [t._var for t in ins], params, outs, source, self.stage))
+        if prim.name in _FINITE_KEEPING and id(ins[0]._var) in self.finite:
+            self.finite.add(id(outs[0]))
+        elif prim.name == "constant" and _small_and_finite(params["value"]):
+            self.finite.add(id(outs[0]))
         return [self._make(v, val, source, args) for v, val in zip(outs, vals, strict=True)]
+
+    def is_finite(self, x) -> bool:
+        """Whether tracer x of this trace is known to hold only finite numbers (no inf, no NaN)."""
+        return isinstance(x, Tracer) and x._trace is self and id(x._var) in self.finite
 
     def to_program(self, outputs: list) -> Program:
         outs = [self.lift(o)._var for o in outputs]
         return Program(list(self.inputs), list(self.eqns), outs, list(self.input_names))
+
+
+# Primitives whose result holds only values of their (first) input.
+_FINITE_KEEPING = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze",
+                             "expand_dims"})
+
+
+def _small_and_finite(value) -> bool:
+    """A constant of at most 1024 elements with no inf or NaN (larger ones are not scanned)."""
+    a = np.asarray(value)
+    if a.size > 1024:
+        return False
+    return a.dtype.kind not in "fc" or bool(np.isfinite(a).all())
 
 
 def _check_shape_rule(prim, in_types, params, source) -> list:

@@ -232,3 +232,22 @@ def test_zero_cotangent_through_infinite_partials_is_zero():
     h = nova.grad(lambda x: jnp.sum(jnp.where(x > 0, x * np.float32(np.inf), 0.0)))(
         np.array([-1.0, 2.0], np.float32))
     assert h[0] == 0 and np.isinf(h[1])
+
+
+def test_reverse_mode_masks_only_partials_that_may_be_infinite():
+    """The zero-cotangent mask (isnan / isinf / select) is traced for a partial that may be
+    non-finite, not for a broadcast of a finite constant; an inf constant keeps it, and a zero
+    cotangent through it still gives 0, not NaN."""
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def prims(f, *args):
+        return [e.prim.name for e in nova.make_program(f)(*args).eqns]
+
+    # x * y: both partials (y for x, x for y) masked; x * 0.5: only the constant's own partial
+    # (x, dead code) is, not 0.5's broadcast for x
+    assert prims(nova.grad(lambda x, y: jnp.sum(x * y)), x, x).count("isnan") == 2
+    assert prims(nova.grad(lambda x: jnp.sum(x * 0.5)), x).count("isnan") == 1
+    assert prims(nova.grad(lambda x: jnp.sum(x * np.float32(np.inf))), x).count("isnan") == 2
+    # d/dx of 0 * (x * inf): the cotangent reaching x * inf is 0, so the gradient is 0
+    g = nova.grad(lambda x: jnp.sum(0.0 * (x * np.float32(np.inf))))(x)
+    np.testing.assert_array_equal(np.asarray(g), 0.0)

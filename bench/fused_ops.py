@@ -1,11 +1,15 @@
 """Fused memory-bound ops side by side: softmax, layer norm and GELU(tanh) on a (8192, 768)
 float32 array in NumPy, PyTorch eager, torch.compile, jax.jit and Nova (jit, compiled backend).
 
-Prints milliseconds (best of N after warm-up) and effective GB/s (bytes read + written once),
-and each as a fraction of the measured copy bandwidth of an array that size. Frameworks that are
-not installed are skipped (PyTorch: `pip install torch==2.13.0`, the CPU build).
+Prints milliseconds and effective GB/s (bytes read + written once), and each as a fraction of
+the measured copy bandwidth of an array that size. The frameworks take turns: each of --rounds
+rounds times every framework's three ops (best of --repeat calls after warm-up) one framework
+after the other, and the table shows the median over rounds of those bests, so that a slow
+spell of the shared machine lands on every framework alike instead of on whichever ran then.
+Frameworks that are not installed are skipped (PyTorch: `pip install torch==2.13.0`, the CPU
+build).
 
-Run: python bench/fused_ops.py [--rows 8192] [--cols 768] [--repeat 20]
+Run: python bench/fused_ops.py [--rows 8192] [--cols 768] [--repeat 20] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ def main():
     ap.add_argument("--rows", type=int, default=8192)
     ap.add_argument("--cols", type=int, default=768)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     x = rng.standard_normal((args.rows, args.cols)).astype(np.float32)
@@ -107,9 +112,6 @@ def main():
     b = rng.standard_normal(args.cols).astype(np.float32)
     nbytes = 2 * x.nbytes  # read once, write once
     out = np.empty_like(x)
-    copy_s = best_time(lambda: np.copyto(out, x), args.repeat)
-    copy_bw = nbytes / copy_s / 1e9
-    print(f"copy of {x.shape} float32: {copy_s * 1e3:.2f} ms = {copy_bw:.1f} GB/s")
     frameworks = {"numpy": lambda: numpy_impls()}
     frameworks["nova"] = nova_impls
     try:
@@ -126,7 +128,7 @@ def main():
     except ImportError:
         print("(JAX not installed)")
     ops = ("softmax", "layer_norm", "gelu_tanh")
-    results: dict[str, dict[str, float]] = {}
+    prepared = {}
     for name, make in frameworks.items():
         fns = make()
         if name.startswith("torch"):
@@ -139,10 +141,22 @@ def main():
             xs, gs, bs = jjnp.asarray(x), jjnp.asarray(g), jjnp.asarray(b)
         else:
             xs, gs, bs = x, g, b
-        calls = [lambda: fns[0](xs), lambda: fns[1](xs, gs, bs), lambda: fns[2](xs)]
+        calls = [lambda f=fns, a=xs: f[0](a), lambda f=fns, a=xs, c=gs, d=bs: f[1](a, c, d),
+                 lambda f=fns, a=xs: f[2](a)]
         block = (lambda r: r.block_until_ready()) if name in ("jax.jit", "nova") else (lambda r: r)
-        results[name] = {op: best_time(lambda c=c: block(c()), args.repeat)
-                         for op, c in zip(ops, calls, strict=True)}
+        prepared[name] = (calls, block)
+    samples: dict[str, dict[str, list]] = {n: {op: [] for op in ops} for n in prepared}
+    copies = []
+    for _ in range(max(1, args.rounds)):
+        copies.append(best_time(lambda: np.copyto(out, x), args.repeat))
+        for name, (calls, block) in prepared.items():
+            for op, c in zip(ops, calls, strict=True):
+                samples[name][op].append(best_time(lambda c=c, blk=block: blk(c()), args.repeat))
+    results = {n: {op: float(np.median(v)) for op, v in per.items()} for n, per in samples.items()}
+    copy_s = float(np.median(copies))
+    copy_bw = nbytes / copy_s / 1e9
+    print(f"copy of {x.shape} float32: {copy_s * 1e3:.2f} ms = {copy_bw:.1f} GB/s "
+          f"(median of {len(copies)} rounds)")
     print(f"\n{'framework':15s}" + "".join(f"{op:>26s}" for op in ops))
     for name, res in results.items():
         cells = "".join(f"{res[op] * 1e3:8.2f} ms {nbytes / res[op] / 1e9:5.1f} GB/s "

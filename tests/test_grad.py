@@ -251,3 +251,16 @@ def test_reverse_mode_masks_only_partials_that_may_be_infinite():
     # d/dx of 0 * (x * inf): the cotangent reaching x * inf is 0, so the gradient is 0
     g = nova.grad(lambda x: jnp.sum(0.0 * (x * np.float32(np.inf))))(x)
     np.testing.assert_array_equal(np.asarray(g), 0.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_zero_cotangent_through_an_infinite_constant_stays_zero_in_every_float(dtype):
+    """A constant holding inf or NaN keeps its zero-cotangent mask in every float dtype
+    (bfloat16 has NumPy kind 'V': it must not pass as a finite constant)."""
+    dt = jnp.dtype(dtype)
+    x = np.array([-1.0, 2.0], np.float32).astype(dt)
+    inf, nan = np.array(np.inf).astype(dt), np.array(np.nan).astype(dt)
+    h = nova.grad(lambda x: jnp.sum(jnp.where(x > 0, x * inf, 0.0)).astype(jnp.float32))(x)
+    np.testing.assert_array_equal(np.asarray(h).astype(np.float32), [0.0, np.inf])
+    g = nova.grad(lambda x: jnp.sum((0.0 * (x * nan)).astype(jnp.float32)))(x)
+    np.testing.assert_array_equal(np.asarray(g).astype(np.float32), [0.0, 0.0])

@@ -190,11 +190,14 @@ _FINITE_KEEPING = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeez
 
 
 def _small_and_finite(value) -> bool:
-    """A constant of at most 1024 elements with no inf or NaN (larger ones are not scanned)."""
+    """A constant of at most 1024 elements with no inf or NaN (larger ones are not scanned).
+    Floats of every width, bfloat16 (NumPy kind 'V') included, are checked through float64."""
     a = np.asarray(value)
     if a.size > 1024:
         return False
-    return a.dtype.kind not in "fc" or bool(np.isfinite(a).all())
+    if dtypes.is_float(a.dtype) or a.dtype.kind in "fc":
+        return bool(np.isfinite(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)).all())
+    return a.dtype.kind in "biu"
 
 
 def _check_shape_rule(prim, in_types, params, source) -> list:

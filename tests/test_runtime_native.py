@@ -4,6 +4,7 @@ calling every kernel from Python and as the reference interpreter."""
 
 import ctypes
 import numpy as np
+import pytest
 
 import nova
 import nova.numpy as jnp
@@ -147,9 +148,11 @@ def test_a_damaged_launcher_library_is_rebuilt(tmp_path):
     assert so.stat().st_size > 64
 
 
-def test_profile_table_says_what_each_kernel_computes():
+@pytest.mark.parametrize("process", ["cold", "warm"])
+def test_profile_table_says_what_each_kernel_computes(process, tmp_path):
     """NOVA_PROFILE's table: per kernel its calls, time, share of the total and a description
-    (kind, distinctive primitives, largest output shape) from describe_kernel."""
+    (kind, distinctive primitives, largest output shape) from describe_kernel, also when the
+    executable comes from the executable cache (a warm process: no codegen Kernel at hand)."""
     import subprocess
     import sys
     import textwrap
@@ -161,9 +164,10 @@ def test_profile_table_says_what_each_kernel_computes():
         for _ in range(3):
             f(x, w)
     """)
-    env = dict(__import__("os").environ, NOVA_PROFILE="1")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=300)
+    env = dict(__import__("os").environ, NOVA_PROFILE="1", NOVA_CACHE_DIR=str(tmp_path))
+    for _ in range(1 if process == "cold" else 2):
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=300)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.split("NOVA_PROFILE\n", 1)[1].splitlines()
     assert lines[0].split()[:5] == ["kernel", "calls", "total", "ms", "mean"]
@@ -199,3 +203,28 @@ def test_fresh_outputs_reuse_buffers_the_caller_dropped():
     e, _ = f(d)
     assert np.asarray(e).ctypes.data != np.asarray(d).ctypes.data
     np.testing.assert_array_equal(np.asarray(e), 4.0)
+
+
+def test_output_pools_hold_no_buffers_for_eager_ops_and_stay_in_budget(monkeypatch):
+    """Eager ops (one cached executable per op and shape) keep no spare outputs; jitted
+    programs keep them only within POOL_BUDGET bytes for the whole process."""
+    import gc
+
+    gc.collect()  # pools of executables earlier tests dropped
+    before = executable._pooled_bytes[0]
+    for n in range(3):
+        y = jnp.exp(jnp.ones((256, 256 + 8 * n), jnp.float32))
+        del y
+    assert executable._pooled_bytes[0] == before
+    monkeypatch.setattr(executable, "POOL_BUDGET", before)  # no room for anything more
+    f = nova.jit(lambda x: x * 3.0)
+    x = np.ones((256, 512), np.float32)
+    f(x)
+    assert executable._pooled_bytes[0] == before  # no room: allocated as NumPy does, not kept
+    monkeypatch.setattr(executable, "POOL_BUDGET", before + 10 * x.nbytes)
+    g = nova.jit(lambda x: x * 5.0)
+    g(x)
+    assert executable._pooled_bytes[0] == before + x.nbytes
+    del g
+    gc.collect()
+    assert executable._pooled_bytes[0] == before  # a dropped executable's pool is released

@@ -19,5 +19,8 @@ def run_eqn(prim, values, params, out_types) -> list:
         ins = [Var(t) for t in in_types]
         outs = [Var(t) for t in out_types]
         exe = compile_program(Program(ins, [Eqn(prim, ins, params, outs)], outs))
+        # Eager executables are many and cached for the process: they keep no spare output
+        # buffers (executable.py _OutputPool).
+        exe.pool_outputs(False)
         _executables[key] = exe
     return exe(list(values))

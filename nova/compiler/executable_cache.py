@@ -31,6 +31,7 @@ from nova.compiler import cache
 from nova.config import config
 from nova.core import dtypes
 from nova.core.ir import Program, TensorType, parse_program, print_program
+from nova.runtime.executable import describe_kernel
 
 _fingerprint: str | None = None
 
@@ -96,6 +97,7 @@ def store(key: str, exe) -> bool:
             if k is None:
                 return False
             rec["kernel_key"] = k
+            rec["what"] = launch.description or describe_kernel(launch.kernel)
         else:
             kernel = getattr(launch.host, "kernel", None)
             if kernel is None:
@@ -195,7 +197,8 @@ def _build(body: dict):
                 except OSError as e:
                     raise _KernelGone(key) from e
                 cache.memory_put(key, fn)
-            launches.append(Launch(rec["name"], rec["inputs"], rec["outputs"], out_types, fn))
+            launches.append(Launch(rec["name"], rec["inputs"], rec["outputs"], out_types, fn,
+                                   description=rec.get("what", "")))
         else:
             prog = parse_program(rec["host_program"])
             k = Kernel(rec["host_kind"], prog, list(prog.inputs), list(prog.outputs))

@@ -104,6 +104,7 @@ class Launch:
     fn: object = None  # ctypes function (generated kernel)
     host: object = None  # python callable(list of arrays) -> list of arrays (no kernel yet)
     kernel: object = None  # the codegen Kernel (None for host launches)
+    description: str = ""  # what it computes, when `kernel` is not at hand (executable cache)
 
 
 _char = ctypes.c_char
@@ -146,6 +147,10 @@ POOL_MIN_BYTES = 128 * 1024
 # Buffers kept per output slot: two let a training loop that feeds each call's outputs to the
 # next (outputs of call n alive while call n + 1 runs) reuse call n - 1's without allocating.
 POOL_KEEP = 2
+# Bytes all pools of the process may keep together (buffers in use by callers included): a
+# program retraced for many shapes keeps pools for the first ones only.
+POOL_BUDGET = 512 * 1024 * 1024
+_pooled_bytes = [0]
 
 
 class _OutputPool:
@@ -153,15 +158,26 @@ class _OutputPool:
 
     A buffer is free when the pool holds the only reference to it (`sys.getrefcount`): every
     array, view or memoryview a caller keeps refers to it, so a buffer still in use is never
-    handed out again. At most POOL_KEEP buffers per slot are kept: beyond that a call allocates
-    as NumPy would, and the extra memory held is bounded by POOL_KEEP times the fresh outputs."""
+    handed out again. At most POOL_KEEP buffers per slot are kept, and at most POOL_BUDGET bytes
+    by all pools of the process: beyond that a call allocates as NumPy would. Eager ops keep
+    none (nova/compiler/eager.py)."""
 
     def __init__(self):
         self.free: dict[int, list] = {}
+        self.enabled = True
+        self.held = 0  # bytes this pool keeps (counted in _pooled_bytes until it is dropped)
+
+    def __del__(self):
+        _pooled_bytes[0] -= self.held
+
+    def clear(self) -> None:
+        _pooled_bytes[0] -= self.held
+        self.held = 0
+        self.free.clear()
 
     def take(self, s: int, t) -> np.ndarray:
         """A buffer of TensorType t for output slot s."""
-        if t.nbytes < POOL_MIN_BYTES:
+        if t.nbytes < POOL_MIN_BYTES or not self.enabled:
             return np.empty(t.shape, t.dtype)
         kept = self.free.setdefault(s, [])
         for b in kept:
@@ -169,8 +185,10 @@ class _OutputPool:
             if sys.getrefcount(b) == 3:
                 return b
         b = np.empty(t.shape, t.dtype)
-        if len(kept) < POOL_KEEP:
+        if len(kept) < POOL_KEEP and _pooled_bytes[0] + t.nbytes <= POOL_BUDGET:
             kept.append(b)
+            self.held += t.nbytes
+            _pooled_bytes[0] += t.nbytes
         return b
 
 
@@ -204,6 +222,13 @@ class CPUExecutable:
                 self.views[s] = self.arena[off:off + t.nbytes].view(t.dtype).reshape(t.shape)
         self.aliases = dict(plan.aliases) if plan is not None else {}
         self._pool = _OutputPool()
+
+    def pool_outputs(self, enabled: bool) -> None:
+        """Whether fresh outputs of at least POOL_MIN_BYTES reuse dropped buffers (the default);
+        False also releases the buffers kept so far."""
+        self._pool.enabled = enabled
+        if not enabled:
+            self._pool.clear()
 
     def __call__(self, values: list) -> list:
         if _profiling:
@@ -374,7 +399,8 @@ class CPUExecutable:
                     launch.fn(*ptrs)
                     times.append((launch.name, time.perf_counter() - t))
                     if launch.name not in _DESCRIPTIONS:
-                        _DESCRIPTIONS[launch.name] = describe_kernel(launch.kernel)
+                        _DESCRIPTIONS[launch.name] = launch.description or \
+                            describe_kernel(launch.kernel)
             else:
                 t = time.perf_counter()
                 outs = launch.host([env[s] for s in launch.inputs])

@@ -610,3 +610,20 @@ def test_compiled_tanh_across_its_range():
     big = np.abs(x) >= 9.0
     np.testing.assert_array_equal(got[big], np.sign(x[big]))
     np.testing.assert_array_equal(np.signbit(got[x == 0]), np.signbit(x[x == 0]))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_compiled_logistic_keeps_its_left_tail(dtype):
+    """logistic is 1 / (1 + exp(-x)) computed from exp(-|x|): the left tail keeps its small
+    values (0.5 * (tanh(x / 2) + 1) rounded them to 0 below -18 in float32, -9 in float16) and
+    NaN / +-inf / +-0 behave."""
+    dt = jnp.dtype(dtype)
+    x = np.concatenate([np.linspace(-30.0, 30.0, 601), [-9.1, -20.0, 0.0, -0.0, np.inf,
+                                                         -np.inf, np.nan]]).astype(dt)
+    got = np.asarray(nova.jit(nova.lax.logistic)(x)).astype(np.float64)
+    w = x.astype(np.float64)
+    want = (1.0 / (1.0 + np.exp(-w))).astype(dt).astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    rtol = {"float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2, "float64": 1e-12}[dtype]
+    np.testing.assert_allclose(got[ok], want[ok], rtol=rtol, atol=0)

@@ -175,9 +175,19 @@ log1p_p = _unary(
 tanh_p = _unary(
     "tanh", np.tanh, lambda x, y: sub(_c(x, 1), mul(y, y)), lambda b, x: b.tanh(x)
 )
+def _logistic_reference(x):
+    """1 / (1 + exp(-x)) in float64 without overflow or cancellation, in x's dtype."""
+    a = np.asarray(x)
+    w = a.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(-np.abs(w))
+        y = np.where(w >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return np.asarray(y).astype(a.dtype)
+
+
 logistic_p = _unary(
     "logistic",
-    lambda x: np.asarray(0.5 * (np.tanh(0.5 * x) + 1), dtype=np.asarray(x).dtype),
+    _logistic_reference,
     lambda x, y: mul(y, sub(_c(x, 1), y)),
     lambda b, x: b.logistic(x),
 )

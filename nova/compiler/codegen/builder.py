@@ -419,8 +419,16 @@ class Builder:
         return self._float_op("math.powf", a, b)
 
     def logistic(self, a):
-        half = self.const(0.5, a.dtype, a.width)
-        return self.mul(half, self.add(self.tanh(self.mul(half, a)), self.const(1, a.dtype, a.width)))
+        """1 / (1 + exp(-x)) as r = 1 / (1 + e), e = exp(-|x|): r for x >= 0, e * r below, so
+        the small values of the left tail keep their precision (0.5 * (tanh(x / 2) + 1) rounds
+        to 0 below about -18 in float32 and -9 in float16). Computed in float32 for narrower
+        floats; NaN stays NaN (exp and the division carry it)."""
+        x = self._wide(a)
+        one = self.const(1, x.dtype, x.width)
+        e = self.exp(self.neg(self.abs(x)))
+        r = self.div(one, self.add(one, e))
+        y = self.select(self.cmp("ge", x, self.const(0, x.dtype, x.width)), r, self.mul(e, r))
+        return self._narrow(y, a.dtype)
 
     # --- comparisons, logic, select, casts -------------------------------------------------
     _FPRED = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}

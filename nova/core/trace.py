@@ -195,8 +195,10 @@ def _small_and_finite(value) -> bool:
     a = np.asarray(value)
     if a.size > 1024:
         return False
-    if dtypes.is_float(a.dtype) or a.dtype.kind in "fc":
-        return bool(np.isfinite(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)).all())
+    if a.dtype.kind == "c":
+        return bool(np.isfinite(a).all())
+    if dtypes.is_float(a.dtype) or a.dtype.kind == "f":
+        return bool(np.isfinite(a.astype(np.float64)).all())
     return a.dtype.kind in "biu"
 
 

@@ -296,6 +296,29 @@ def test_compiler_error_names_kernel_stage_and_dump(tmp_path):
     assert os.path.exists(dump) and "k_bad" in open(dump).read()
 
 
+def test_compiles_leave_no_scratch_files(tmp_path, monkeypatch):
+    """Each compile's scratch folder (MLIR source, object file) is removed once the library is
+    written; a failed one keeps only the MLIR its error names."""
+    import tempfile
+
+    from nova.compiler.codegen.cpu.compile import compile_to_shared_library
+    from nova.core.errors import CompilerError
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    good = ("module {\n  func.func @k_ok(%a: memref<4xf32>) {\n    return\n  }\n}\n")
+    compile_to_shared_library(good, ["k_ok"], str(tmp_path / "ok.so"), what="kernel k_ok")
+    assert (tmp_path / "ok.so").exists()
+    assert list(scratch.iterdir()) == []
+    bad = good.replace("return", "%x = arith.addf %a, %a : f32\n    return")
+    with pytest.raises(CompilerError) as ei:
+        compile_to_shared_library(bad, ["k_ok"], str(tmp_path / "bad.so"), what="kernel k_ok")
+    left = [str(p) for p in scratch.rglob("*") if p.is_file()]
+    assert left == [str(ei.value).split("MLIR: ")[1].strip()]
+    assert not (tmp_path / "bad.so").exists()
+
+
 def _check_plan_no_overlap(exe):
     """No two simultaneously live planned buffers share bytes (checked over the launch list)."""
     plan = exe.plan

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import time
 import warnings
 
@@ -228,6 +229,8 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
                 cache.memory_put(key, fn)
                 if not in_memory_only:
                     cache.disk_put(key, so, sym, nargs)
+            if in_memory_only:  # loaded: the mapping outlives the file
+                shutil.rmtree(os.path.dirname(so), ignore_errors=True)
     for k, parts in plans:
         result[id(k)] = [(gk, cache.memory_get(key), params) for gk, key, params in parts]
     if os.environ.get("NOVA_LOG_COMPILES") == "1":

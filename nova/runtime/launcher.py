@@ -63,14 +63,16 @@ def _source() -> str:
 def _build(src: str, so_path: str) -> None:
     """Compiles `src` into `so_path` atomically (temporary file + rename)."""
     os.makedirs(os.path.dirname(so_path), exist_ok=True)
-    work = tempfile.mkdtemp(prefix="nova-launcher-")
-    c_path = os.path.join(work, "launcher.c")
-    with open(c_path, "w") as f:
-        f.write(src)
-    tmp = f"{so_path}.tmp{os.getpid()}"
-    res = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", tmp, c_path],
-                         capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="nova-launcher-") as work:
+        c_path = os.path.join(work, "launcher.c")
+        with open(c_path, "w") as f:
+            f.write(src)
+        tmp = f"{so_path}.tmp{os.getpid()}"
+        res = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", tmp, c_path],
+                             capture_output=True, text=True)
     if res.returncode != 0:
+        if os.path.exists(tmp):
+            os.remove(tmp)
         raise OSError(f"building the native launcher failed: {res.stderr.strip()}")
     os.replace(tmp, so_path)
 

@@ -149,15 +149,35 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
     from nova.compiler.bindings import load_mlir
 
     load_mlir()
-    from mlir import ir, passmanager
-    from mlir.execution_engine import ExecutionEngine
-
     _set_llvm_options()
 
     omp_lib = openmp_runtime() if openmp else None
     if openmp:
         use_openmp_defaults()
     work = tempfile.mkdtemp(prefix="nova-cc-")
+    try:
+        _compile_and_link(text, func_names, so_path, work, dump_dir, what, omp_lib)
+    except CompilerError:
+        # The error names the MLIR source: without a dump_dir it lives in `work`, so keep that
+        # one file (the object and the half-written library go).
+        for name in os.listdir(work):
+            if not (name.endswith(".mlir") and dump_dir is None):
+                os.remove(os.path.join(work, name))
+        raise
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _compile_and_link(text: str, func_names: list[str], so_path: str, work: str,
+                      dump_dir: str | None, what: str, omp_lib: str | None) -> None:
+    """compile_to_shared_library's work, with its scratch files (MLIR source unless dump_dir,
+    object file) in the folder `work`."""
+    from mlir import ir, passmanager
+    from mlir.execution_engine import ExecutionEngine
+
+    openmp = omp_lib is not None
     src_path = os.path.join(dump_dir or work, f"{os.path.basename(so_path)}.mlir")
     if dump_dir:
         os.makedirs(dump_dir, exist_ok=True)
@@ -201,6 +221,8 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
         link += [f"-L{omp_dir}", "-liomp5", f"-Wl,-rpath,{omp_dir}"]
     res = subprocess.run(link, capture_output=True, text=True)
     if res.returncode != 0:
+        if os.path.exists(tmp_so):
+            os.remove(tmp_so)
         raise CompilerError(f"linking {what} failed: {res.stderr.strip()}\n  MLIR: {src_path}")
     os.replace(tmp_so, so_path)
 

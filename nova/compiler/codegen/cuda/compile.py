@@ -92,6 +92,8 @@ def compile_to_ptx(modules: dict, *, dump_dir: str | None = None, what: str = "k
     missing = [n for n in modules if n not in out]
     if missing:
         raise CompilerError(f"cuda codegen produced no PTX for {missing}\n  MLIR: {src}")
+    if dump_dir is None:  # success: the scratch MLIR is not named by any error
+        shutil.rmtree(work, ignore_errors=True)
     if dump_dir:
         for n, ptx in out.items():
             with open(os.path.join(dump_dir, n + ".ptx"), "w") as f:

@@ -44,8 +44,9 @@ def host_target() -> str:
     except OSError:
         pass
     from nova.compiler.codegen.cpu.compile import llvm_options
+    from nova.compiler.codegen.cpu.object_code import pipeline
 
-    flags += "|" + " ".join(llvm_options())  # they change the machine code too
+    flags += "|" + " ".join(llvm_options()) + "|" + pipeline()  # they change the code too
     return f"cpu:{platform.machine()}:{hashlib.sha1(flags.encode()).hexdigest()[:12]}"
 
 

@@ -1,8 +1,9 @@
 """Compiles MLIR text of CPU kernels into a shared library and loads its functions with ctypes.
 
-Route (MLIR_NOTES.md §3, route A): parse, lower with CPU_PIPELINE, JIT with ExecutionEngine at
--O3 for the host CPU with position-independent code, dump the object file, link it with the
-system `gcc -shared` into a .so. Kernels take bare pointers (static shapes;
+Route (MLIR_NOTES.md §3, route A): parse, lower with CPU_PIPELINE, translate to LLVM IR and
+compile it to a position-independent object for the host CPU with Nova's LLVM pass pipeline
+(object_code.py; MLIR's ExecutionEngine at -O3 where libLLVM's C API is not at hand), link it
+with the system `gcc -shared` into a .so. Kernels take bare pointers (static shapes;
 `use-bare-ptr-memref-call-conv`), so a kernel is a plain C function `void k(void*, ...)` that a
 later process loads with ctypes without importing MLIR.
 """
@@ -17,6 +18,7 @@ import tempfile
 import threading
 import warnings
 
+from nova.compiler.codegen.cpu import object_code
 from nova.core.errors import CompilerError
 
 # Ops of the `math` dialect that LLVM has no intrinsic for are first expanded (tanh, sinh, ...)
@@ -110,18 +112,13 @@ def _set_llvm_options() -> None:
     opts = llvm_options()
     if not opts:
         return
-    import glob
-
-    import mlir
-
-    libs = [p for d in mlir.__path__
-            for p in glob.glob(os.path.join(os.path.dirname(d), "llvm", "lib", "libLLVM.so*"))]
-    if not libs:  # bindings linked otherwise: compile with LLVM's defaults
+    lib = object_code.libllvm_path()
+    if lib is None:  # bindings linked otherwise: compile with LLVM's defaults
         return
     if "NOVA_LLVM_OPTIONS" in os.environ:
         # LLVM's parser ends the process on an option it does not know: ask llc (same LLVM)
         # first, and raise instead.
-        llc = os.path.join(os.path.dirname(os.path.dirname(libs[0])), "bin", "llc")
+        llc = os.path.join(os.path.dirname(os.path.dirname(lib)), "bin", "llc")
         if os.path.exists(llc):
             res = subprocess.run([llc, *opts, "-o", os.devnull, os.devnull], capture_output=True,
                                  text=True)
@@ -129,7 +126,7 @@ def _set_llvm_options() -> None:
                 _llvm_options_set = False
                 raise ValueError(f"NOVA_LLVM_OPTIONS={os.environ['NOVA_LLVM_OPTIONS']!r}: LLVM "
                                  f"rejects it: {res.stderr.strip()}")
-    llvm = ctypes.CDLL(libs[0])
+    llvm = ctypes.CDLL(lib)
     args = [b"nova"] + [o.encode() for o in opts]
     llvm.LLVMParseCommandLineOptions(len(args), (ctypes.c_char_p * len(args))(*args), None)
 
@@ -175,7 +172,6 @@ def _compile_and_link(text: str, func_names: list[str], so_path: str, work: str,
     """compile_to_shared_library's work, with its scratch files (MLIR source unless dump_dir,
     object file) in the folder `work`."""
     from mlir import ir, passmanager
-    from mlir.execution_engine import ExecutionEngine
 
     openmp = omp_lib is not None
     src_path = os.path.join(dump_dir or work, f"{os.path.basename(so_path)}.mlir")
@@ -202,14 +198,24 @@ def _compile_and_link(text: str, func_names: list[str], so_path: str, work: str,
                 with open(base + ".ll", "w") as f:  # the LLVM IR handed to the JIT
                     f.write(llvm_dialect.translate_module_to_llvmir(module.operation))
             stage = "llvm"
-            # Materializing the object resolves every external symbol in-process; an
-            # unresolved `__kmpc_*` would abort the whole process, hence shared_libs.
-            shared = [omp_lib] if openmp else []
-            engine = ExecutionEngine(module, opt_level=3, enable_pic=True, shared_libs=shared)
-            for name in func_names:
-                engine.raw_lookup(name)
             obj = os.path.join(work, "k.o")
-            engine.dump_to_object_file(obj)
+            native = object_code.llvm()
+            if native is not None:  # Nova's pass pipeline (object_code.py)
+                from mlir.dialects import llvm as llvm_dialect
+
+                native.emit_object(llvm_dialect.translate_module_to_llvmir(module.operation),
+                                   obj, object_code.pipeline())
+            else:
+                # Materializing the object resolves every external symbol in-process; an
+                # unresolved `__kmpc_*` would abort the whole process, hence shared_libs.
+                from mlir.execution_engine import ExecutionEngine
+
+                shared = [omp_lib] if openmp else []
+                engine = ExecutionEngine(module, opt_level=3, enable_pic=True,
+                                         shared_libs=shared)
+                for name in func_names:
+                    engine.raw_lookup(name)
+                engine.dump_to_object_file(obj)
         except Exception as e:  # noqa: BLE001 - rethrown with the kernel and stage named
             raise CompilerError(
                 f"compiling {what} failed in stage '{stage}': {e}\n  MLIR: {src_path}"

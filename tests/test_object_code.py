@@ -1,0 +1,102 @@
+"""LLVM IR -> object file through LLVM's C API with Nova's pass pipeline (codegen/cpu/object_code.py)."""
+
+import ctypes
+import subprocess
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova.compiler import cache
+from nova.compiler.codegen.cpu import compile as cc
+from nova.compiler.codegen.cpu import object_code
+from nova.core.errors import CompilerError
+
+AXPY = """
+define void @axpy(ptr %x, ptr %y, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %px = getelementptr float, ptr %x, i64 %i
+  %py = getelementptr float, ptr %y, i64 %i
+  %a = load float, ptr %px
+  %b = load float, ptr %py
+  %m = fmul float %a, 2.0
+  %s = fadd float %m, %b
+  store float %s, ptr %py
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}
+"""
+
+
+def _native():
+    native = object_code.llvm()
+    if native is None:
+        pytest.skip(f"LLVM C API not available: {object_code._llvm_error}")
+    return native
+
+
+def test_emit_object_compiles_and_runs(tmp_path):
+    native = _native()
+    obj, so = str(tmp_path / "k.o"), str(tmp_path / "k.so")
+    native.emit_object(AXPY, obj, object_code.OPT_PIPELINE)
+    subprocess.run(["gcc", "-shared", "-o", so, obj], check=True)
+    fn = ctypes.CDLL(so).axpy
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    x = np.arange(37, dtype=np.float32)
+    y = np.ones(37, np.float32)
+    fn(x.ctypes.data, y.ctypes.data, 37)
+    np.testing.assert_array_equal(y, 2 * np.arange(37, dtype=np.float32) + 1)
+
+
+def test_emit_object_reports_llvm_errors(tmp_path):
+    native = _native()
+    with pytest.raises(RuntimeError, match="parsing the LLVM IR"):
+        native.emit_object("define void @f( {", str(tmp_path / "a.o"), object_code.OPT_PIPELINE)
+    with pytest.raises(RuntimeError, match="no-such-pass"):
+        native.emit_object(AXPY, str(tmp_path / "b.o"), "function(no-such-pass)")
+
+
+def test_a_bad_pipeline_is_a_compiler_error_naming_the_stage(tmp_path, monkeypatch):
+    _native()
+    monkeypatch.setenv("NOVA_LLVM_PIPELINE", "function(no-such-pass)")
+    text = "module {\n  func.func @k_p(%a: memref<4xf32>) {\n    return\n  }\n}\n"
+    with pytest.raises(CompilerError, match=r"(?s)stage 'llvm'.*no-such-pass"):
+        cc.compile_to_shared_library(text, ["k_p"], str(tmp_path / "p.so"), what="kernel k_p")
+
+
+def test_the_pipeline_is_part_of_the_cache_key(monkeypatch):
+    monkeypatch.delenv("NOVA_LLVM_PIPELINE", raising=False)
+    assert object_code.pipeline() == object_code.OPT_PIPELINE
+    default = cache.host_target()
+    monkeypatch.setenv("NOVA_LLVM_PIPELINE", "default<O3>")
+    assert object_code.pipeline() == "default<O3>"
+    assert cache.host_target() != default
+
+
+@pytest.mark.parametrize("route", ["c-api", "execution-engine"])
+def test_both_routes_compute_the_same_program(route, monkeypatch, tmp_path):
+    """Kernels through the C API, and through MLIR's ExecutionEngine where it is missing."""
+    if route == "execution-engine":
+        monkeypatch.setattr(object_code, "llvm", lambda: None)
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    cache.clear_memory()
+    misses = cache.stats["misses"]
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+    w = rng.standard_normal((48, 40)).astype(np.float32)
+
+    def f(x, w):
+        h = jnp.tanh(x @ w + 0.5)
+        return jnp.sum(h * h, axis=-1) - jnp.max(h, axis=-1)
+
+    got = np.asarray(nova.jit(f)(x, w))
+    assert cache.stats["misses"] > misses  # compiled here, through this route
+    h = np.tanh(x.astype(np.float64) @ w + 0.5)
+    np.testing.assert_allclose(got, (h * h).sum(-1) - h.max(-1), rtol=2e-5, atol=2e-5)

@@ -10,6 +10,7 @@ and records the reason of each miss.
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import logging
 import os
@@ -199,6 +200,25 @@ def _wrap_outputs(raw: list, values: list, handed_over=()) -> list:
     ins |= {r for r, n in roots.items() if n > 1}
     return [Array(o, owned=id(o) not in ins and (o.base is None or id(o.base) not in ins))
             for o in raw]
+
+
+class _gc_paused:
+    """Python's cyclic garbage collector paused while a program is traced and compiled.
+
+    Tracing and the passes allocate a few objects per equation (Vars, Eqns, tracers, params)
+    and free almost none, so collections keep finding nothing while each full one walks the
+    whole heap: the small GPT-2 step's trace took 207-211 ms with the collector on and
+    173-195 ms with it off (bench/NOTES.md round 6). The previous state is restored, so a
+    program that disabled the collector keeps it disabled."""
+
+    def __enter__(self):
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was_enabled:
+            gc.enable()
+        return False
 
 
 class Compiled:
@@ -505,7 +525,8 @@ class JitFunction:
         reason = "first call" if self._last_sig is None else _describe_change(self._last_sig, sig)
         self._info.miss_reasons.append(reason)
         t0 = time.perf_counter()
-        compiled = self._trace_sig(sig, args, kwargs).lower().compile()
+        with _gc_paused():
+            compiled = self._trace_sig(sig, args, kwargs).lower().compile()
         if os.environ.get("NOVA_LOG_COMPILES") == "1":
             logging.getLogger("nova.compiler").warning(
                 "nova compile of jit(%s) triggered by: %s; %d traced equations; %s; %.3f s",

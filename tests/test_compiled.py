@@ -452,6 +452,62 @@ def test_allocate_arena_alignment_and_pages():
         assert int(a[-1]) == 7
 
 
+def _resident_kib(address: int) -> int | None:
+    """Rss of the mapping that starts at `address`, from /proc/self/smaps (None elsewhere)."""
+    try:
+        lines = open("/proc/self/smaps").read().splitlines()
+    except OSError:
+        return None
+    for n, line in enumerate(lines):
+        if line.split("-", 1)[0] == f"{address:x}":
+            for field_line in lines[n + 1:n + 30]:
+                if field_line.startswith("Rss:"):
+                    return int(field_line.split()[1])
+    return None
+
+
+def test_a_large_arena_is_populated_in_the_background_without_losing_writes():
+    import mmap
+    import threading
+
+    from nova.runtime import executable
+
+    n = 4 * executable.SMALL_PAGE_ARENA_MIN
+    a = executable.allocate_arena(n)
+    a[0] = a[n // 2] = 5  # written while the populating thread may still run
+    for t in threading.enumerate():
+        if t.name == "nova-arena-populate":
+            t.join()
+    assert int(a[0]) == 5 and int(a[n // 2]) == 5 and int(a[1]) == 0 and int(a[-1]) == 0
+    probe = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    libc = executable._libc()
+    addr = np.frombuffer(probe, np.uint8).ctypes.data
+    if libc is None or libc.madvise(addr, 4096, executable.MADV_POPULATE_WRITE) != 0:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    rss = _resident_kib(a.ctypes.data)
+    assert rss is not None and rss * 1024 >= n  # two pages touched here, every page resident
+
+
+def test_tracing_and_compiling_pause_the_garbage_collector():
+    import gc
+
+    seen = []
+
+    def f(x):
+        seen.append(gc.isenabled())
+        return x * 2
+
+    assert gc.isenabled()
+    nova.jit(f)(np.ones(3, np.float32))
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        nova.jit(f)(np.ones(4, np.float32))
+        assert not gc.isenabled()  # the caller's choice is kept
+    finally:
+        gc.enable()
+
+
 def test_mlp_bias_gelu_in_matmul_epilogue_and_schedule():
     rng = np.random.default_rng(6)
     x = rng.standard_normal((64, 96)).astype(np.float32)

@@ -60,7 +60,8 @@ def run_passes(program: Program, *, verify: bool | None = None,
         verify = config.verify_passes
     dump_dir = os.environ.get("NOVA_DUMP_DIR")
     logging_on = os.environ.get("NOVA_LOG_COMPILES") == "1"
-    tag = tag or program.structural_hash()[:12]
+    if tag is None and (dump_dir or logging_on):  # the hash prints the whole Program: only
+        tag = program.structural_hash()[:12]  # when a dump or the log names it
     if dump_dir:
         _dump(dump_dir, 0, "input", program, tag)
     timings = []

@@ -100,3 +100,32 @@ def test_both_routes_compute_the_same_program(route, monkeypatch, tmp_path):
     assert cache.stats["misses"] > misses  # compiled here, through this route
     h = np.tanh(x.astype(np.float64) @ w + 0.5)
     np.testing.assert_allclose(got, (h * h).sum(-1) - h.max(-1), rtol=2e-5, atol=2e-5)
+
+
+def test_link_commands_try_ld_then_gcc(monkeypatch):
+    monkeypatch.setattr(cc.shutil, "which", lambda name: "/usr/bin/ld" if name == "ld" else None)
+    cmds = cc.link_commands("k.o", "k.so", "/opt/omp")
+    assert [c[0] for c in cmds] == ["ld", "gcc"]
+    assert cmds[0][-4:] == ["-L/opt/omp", "-liomp5", "-rpath", "/opt/omp"]
+    assert "-Wl,-rpath,/opt/omp" in cmds[1]
+    monkeypatch.setattr(cc.shutil, "which", lambda name: None)
+    assert [c[0] for c in cc.link_commands("k.o", "k.so", None)] == ["gcc"]
+
+
+def test_a_failing_first_linker_falls_back(monkeypatch, tmp_path):
+    real = cc.link_commands
+    monkeypatch.setattr(cc, "link_commands",
+                        lambda obj, out, omp: [["false"], *real(obj, out, omp)])
+    text = ("module {\n  func.func @k_fb(%a: memref<4xf32>) {\n"
+            "    %c = arith.constant 3.0 : f32\n    %i = arith.constant 0 : index\n"
+            "    memref.store %c, %a[%i] : memref<4xf32>\n    return\n  }\n}\n")
+    so = str(tmp_path / "fb.so")
+    cc.compile_to_shared_library(text, ["k_fb"], so, what="kernel k_fb")
+    fn = cc.load_function(so, "k_fb", 1)
+    a = np.zeros(4, np.float32)
+    fn(a.ctypes.data)
+    assert a.tolist() == [3.0, 0.0, 0.0, 0.0]
+    monkeypatch.setattr(cc, "link_commands", lambda obj, out, omp: [["false"]])
+    with pytest.raises(CompilerError, match="linking kernel k_fb failed"):
+        cc.compile_to_shared_library(text, ["k_fb"], str(tmp_path / "x.so"), what="kernel k_fb")
+    assert not (tmp_path / "x.so").exists()

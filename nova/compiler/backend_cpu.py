@@ -185,10 +185,13 @@ def _lower_uncached(k: Kernel) -> list:
     return [(k, k.name, emit_loop_kernel(k.name, k), None)]
 
 
-# Libraries per compile process when a batch is split (compile_in_parallel's queue): with 2,
-# the tiny GPT-2 step's two processes finished 0.3 s apart with one library each (the cost
-# estimate's error); each library more costs one link and LLVM set-up (~20-30 ms).
-GROUPS_PER_PROCESS = 3
+# Libraries per compile process when a batch is split (compile_in_parallel's queue): with one,
+# the tiny GPT-2 step's two processes finished 0.3 s apart (the cost estimate's error); each
+# library more costs an MLIR context, an LLVM target machine and a link (~40-60 ms). With
+# Nova's short LLVM pipeline the fixed part weighs more: the tiny step's parallel phase took
+# 0.81-1.11 s with 2 (median 0.89) against 1.03-1.20 s with 3 and 0.95-1.04 s with 1 (three
+# alternating rounds; the small step's was within the noise either way; bench/NOTES.md round 6).
+GROUPS_PER_PROCESS = 2
 
 # Lone matmuls run shape-generic kernels (codegen/cpu/matmul.py generic_variant); False
 # compiles one kernel per shape (for comparisons: NOVA_GENERIC_MATMULS=0).

@@ -221,16 +221,34 @@ def _compile_and_link(text: str, func_names: list[str], so_path: str, work: str,
                 f"compiling {what} failed in stage '{stage}': {e}\n  MLIR: {src_path}"
             ) from None
     tmp_so = so_path + f".tmp{os.getpid()}"
-    link = ["gcc", "-shared", "-o", tmp_so, obj, "-lm"]
-    if openmp:
-        omp_dir = os.path.dirname(omp_lib)
-        link += [f"-L{omp_dir}", "-liomp5", f"-Wl,-rpath,{omp_dir}"]
-    res = subprocess.run(link, capture_output=True, text=True)
+    omp_dir = os.path.dirname(omp_lib) if openmp else None
+    res = None
+    for link in link_commands(obj, tmp_so, omp_dir):
+        res = subprocess.run(link, capture_output=True, text=True)
+        if res.returncode == 0:
+            break
     if res.returncode != 0:
         if os.path.exists(tmp_so):
             os.remove(tmp_so)
         raise CompilerError(f"linking {what} failed: {res.stderr.strip()}\n  MLIR: {src_path}")
     os.replace(tmp_so, so_path)
+
+
+def link_commands(obj: str, out: str, omp_dir: str | None) -> list[list[str]]:
+    """Commands that link the object file `obj` into the shared library `out`, to try in order.
+
+    The system linker `ld` directly first: the kernels need no C runtime start files, and the
+    gcc driver (gcc -> collect2 -> ld, with its LTO plugin) cost ~46 ms a library against
+    ~14 ms for ld alone (bench/NOTES.md round 6). `gcc -shared` where ld is missing or fails.
+    With omp_dir, the library needs libiomp5 and finds it through its run path."""
+    libs = ["-lm", "-lc"]
+    cmds = []
+    if shutil.which("ld"):
+        omp = [f"-L{omp_dir}", "-liomp5", "-rpath", omp_dir] if omp_dir else []
+        cmds.append(["ld", "-shared", "-o", out, obj, *libs, *omp])
+    omp = [f"-L{omp_dir}", "-liomp5", f"-Wl,-rpath,{omp_dir}"] if omp_dir else []
+    cmds.append(["gcc", "-shared", "-o", out, obj, *libs, *omp])
+    return cmds
 
 
 # --- parallel compilation in forked processes --------------------------------------------------

@@ -345,15 +345,24 @@ class Builder:
         return self.op(f"math.fma {a.name}, {b.name}, {c.name} : {a.type}", a.dtype, a.width)
 
     def _exp_f32(self, x: Value) -> Value:
+        """e^x for float32 (Cody-Waite reduction, Cephes' degree-5 polynomial), within 1 ulp of
+        NumPy over the whole range, subnormal results included.
+
+        x is clamped to [-104, 89] with `clamp_keep_nan`: below, the result rounds to 0 (e^-104
+        is under half the least subnormal) and above ln(FLT_MAX) = 88.72 the scaling by 2^n
+        overflows to inf, so the bounds need no select of their own; a NaN passes the clamps
+        and every step after them (n, the polynomial, the scaling), so it needs none either.
+        n = round(x / ln 2) comes from one FMA with 1.5 * 2^23 (its ulp is 1: the sum rounds to
+        an integer, ties to even), and the integer n from the sum's bits, so no fptosi sees a
+        NaN (whose result LLVM treats as poison)."""
         w = x.width
         f = lambda v: self._f32(v, w)  # noqa: E731
         t = x.type
         it = f"vector<{w}xi32>" if w else "i32"
-        # Clamped to [-104, 89]: below, the result rounds to 0 (e^-104 is under half the least
-        # subnormal) and above ln(FLT_MAX) = 88.72 the scaling by 2^n overflows to inf, so the
-        # bounds need no compare-and-select of their own. A NaN x is selected back at the end.
-        xc = self.clamp_fast(x, -104.0, 89.0)
-        n = self.op(f"math.roundeven {self.op(f'arith.mulf {xc.name}, {f(1.44269504088896341).name} : {t}', x.dtype, w).name} : {t}", x.dtype, w)
+        xc = self.clamp_keep_nan(x, -104.0, 89.0)
+        magic = f(12582912.0)  # 1.5 * 2^23
+        shifted = self._fma(xc, f(1.44269504088896341), magic)
+        n = self.op(f"arith.subf {shifted.name}, {magic.name} : {t}", x.dtype, w)
         r = self._fma(n, f(-0.693359375), xc)
         r = self._fma(n, f(2.12194440e-4), r)
         p = f(1.9875691500e-4)
@@ -363,8 +372,11 @@ class Builder:
         r2 = self.op(f"arith.mulf {r.name}, {r.name} : {t}", x.dtype, w)
         y = self._fma(p, r2, r)
         y = self.op(f"arith.addf {y.name}, {f(1.0).name} : {t}", x.dtype, w)
+        # The integer n: the sum's bits less those of 1.5 * 2^23 (both in [2^23, 2^24)).
+        bits = self.op(f"arith.bitcast {shifted.name} : {t} to {it}", dtypes.int32, w)
+        ni = self.op(f"arith.subi {bits.name}, {self.const(0x4B400000, dtypes.int32, w).name} "
+                     f": {it}", dtypes.int32, w)
         # y * 2^n in two steps, so results in the subnormal range stay exact to rounding.
-        ni = self.op(f"arith.fptosi {n.name} : {t} to {it}", dtypes.int32, w)
         one = self.const(1, dtypes.int32, w)
         # n = n1 + n2 with n1 = n >> 1 (a shift: x86 has no vector integer division)
         n1 = self.op(f"arith.shrsi {ni.name}, {one.name} : {it}", dtypes.int32, w)
@@ -374,7 +386,7 @@ class Builder:
             bits = self.op(f"arith.shli {biased.name}, {self.const(23, dtypes.int32, w).name} : {it}", dtypes.int32, w)
             scale = self.op(f"arith.bitcast {bits.name} : {it} to {t}", x.dtype, w)
             y = self.op(f"arith.mulf {y.name}, {scale.name} : {t}", x.dtype, w)
-        return self.select(self.isnan(x), x, y)
+        return y
 
     def _tanh_f32(self, x: Value) -> Value:
         """tanh as a rational function (one division, no exp). Coefficients: Eigen's

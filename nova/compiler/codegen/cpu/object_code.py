@@ -8,10 +8,11 @@ name and features, as MLIR's ExecutionEngine would) at codegen level -O3.
 
 Why not `ExecutionEngine(opt_level=3)`: that runs LLVM's whole O3 module pipeline (inliner, loop
 and SLP vectorizers, loop unrolling, ...) over code that Nova's generators already vectorized,
-tiled and unrolled themselves. On the small GPT-2 step's 35 new kernels (bench/NOTES.md round
-6) O3 spent ~2.1 s optimizing and ~2.8 s in instruction selection; OPT_PIPELINE ~0.5 s and
-~1.9 s (less code reaches the code generator), for the same step time (218 ms either way) and
-the same loss. What the generators' output still needs: SROA and mem2reg of the few allocas,
+tiled and unrolled themselves. On the libraries of the small GPT-2 step (bench/NOTES.md round
+6; LLVM's opt and llc binaries, process start-ups included) O3 took 2.7 s of optimization and
+3.5 s of code generation, OPT_PIPELINE 1.1 s and 2.5 s (less code reaches the code
+generator); the step's cold first call went from 3.2-4.2 s to 2.4-2.6 s, with the same step
+time (218 ms either way) and the same loss. What the generators' output still needs: SROA and mem2reg of the few allocas,
 early CSE and instcombine of the index arithmetic the MLIR lowering leaves, LICM of loop
 invariants (broadcast constants, row base pointers), GVN of redundant loads, CFG clean-up.
 

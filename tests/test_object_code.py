@@ -129,3 +129,25 @@ def test_a_failing_first_linker_falls_back(monkeypatch, tmp_path):
     with pytest.raises(CompilerError, match="linking kernel k_fb failed"):
         cc.compile_to_shared_library(text, ["k_fb"], str(tmp_path / "x.so"), what="kernel k_fb")
     assert not (tmp_path / "x.so").exists()
+
+
+@pytest.mark.parametrize("verify_each_pass", [True, False])
+def test_kernels_lower_with_and_without_per_pass_verification(verify_each_pass, monkeypatch,
+                                                               tmp_path):
+    """The lowering checks the module after every pass only with `verify_passes` (the test
+    suite's setting); without it the result is still verified once. Both compile the same
+    kernels."""
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    cache.clear_memory()
+    old = nova.config.read("verify_passes")
+    nova.config.update("verify_passes", verify_each_pass)
+    try:
+        assert cc._verify_each_pass() is verify_each_pass
+        misses = cache.stats["misses"]
+        x = np.random.default_rng(5).standard_normal((33, 70)).astype(np.float32)
+        got = np.asarray(nova.jit(lambda x: nova.nn.softmax(x * 1.5, axis=-1))(x))
+        assert cache.stats["misses"] > misses
+    finally:
+        nova.config.update("verify_passes", old)
+    e = np.exp(1.5 * x.astype(np.float64) - (1.5 * x).max(-1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=2e-6, atol=1e-7)

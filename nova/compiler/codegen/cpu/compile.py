@@ -187,8 +187,16 @@ def _compile_and_link(text: str, func_names: list[str], so_path: str, work: str,
             stage = "verify"
             module.operation.verify()
             stage = "lower"
-            pipeline = CPU_PIPELINE_OPENMP if openmp else CPU_PIPELINE
-            passmanager.PassManager.parse(pipeline).run(module.operation)
+            pm = passmanager.PassManager.parse(CPU_PIPELINE_OPENMP if openmp else CPU_PIPELINE)
+            # MLIR verifies the whole module after every pass by default: 55-65 % of the
+            # lowering time of the small GPT-2 step's kernels (0.98-1.20 s against 0.38-0.51 s
+            # without; bench/NOTES.md round 6). The input was verified above and the result is
+            # verified once below; with `verify_passes` (the test suite) every pass is checked,
+            # so a failure names the pass that broke the module.
+            pm.enable_verifier(_verify_each_pass())
+            pm.run(module.operation)
+            stage = "verify lowered"
+            module.operation.verify()
             if dump_dir:
                 base = os.path.join(dump_dir, os.path.basename(so_path))
                 with open(base + ".llvm.mlir", "w") as f:
@@ -232,6 +240,12 @@ def _compile_and_link(text: str, func_names: list[str], so_path: str, work: str,
             os.remove(tmp_so)
         raise CompilerError(f"linking {what} failed: {res.stderr.strip()}\n  MLIR: {src_path}")
     os.replace(tmp_so, so_path)
+
+
+def _verify_each_pass() -> bool:
+    from nova.config import config
+
+    return bool(config.read("verify_passes"))
 
 
 def link_commands(obj: str, out: str, omp_dir: str | None) -> list[list[str]]:

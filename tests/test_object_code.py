@@ -104,9 +104,11 @@ def test_both_routes_compute_the_same_program(route, monkeypatch, tmp_path):
 
 def test_link_commands_try_ld_then_gcc(monkeypatch):
     monkeypatch.setattr(cc.shutil, "which", lambda name: "/usr/bin/ld" if name == "ld" else None)
+    monkeypatch.setattr(cc, "_libgcc", lambda: "/usr/lib/gcc/libgcc.a")
     cmds = cc.link_commands("k.o", "k.so", "/opt/omp")
     assert [c[0] for c in cmds] == ["ld", "gcc"]
-    assert cmds[0][-4:] == ["-L/opt/omp", "-liomp5", "-rpath", "/opt/omp"]
+    assert cmds[0][-5:] == ["/usr/lib/gcc/libgcc.a", "-L/opt/omp", "-liomp5", "-rpath", "/opt/omp"]
+    assert "defs" in cmds[0]  # an undefined symbol fails the link, so gcc gets its turn
     assert "-Wl,-rpath,/opt/omp" in cmds[1]
     monkeypatch.setattr(cc.shutil, "which", lambda name: None)
     assert [c[0] for c in cc.link_commands("k.o", "k.so", None)] == ["gcc"]
@@ -125,8 +127,8 @@ def test_a_failing_first_linker_falls_back(monkeypatch, tmp_path):
     a = np.zeros(4, np.float32)
     fn(a.ctypes.data)
     assert a.tolist() == [3.0, 0.0, 0.0, 0.0]
-    monkeypatch.setattr(cc, "link_commands", lambda obj, out, omp: [["false"]])
-    with pytest.raises(CompilerError, match="linking kernel k_fb failed"):
+    monkeypatch.setattr(cc, "link_commands", lambda obj, out, omp: [["false"], ["false"]])
+    with pytest.raises(CompilerError, match="linking kernel k_fb failed: false: ; false: "):
         cc.compile_to_shared_library(text, ["k_fb"], str(tmp_path / "x.so"), what="kernel k_fb")
     assert not (tmp_path / "x.so").exists()
 
@@ -151,3 +153,16 @@ def test_kernels_lower_with_and_without_per_pass_verification(verify_each_pass, 
         nova.config.update("verify_passes", old)
     e = np.exp(1.5 * x.astype(np.float64) - (1.5 * x).max(-1, keepdims=True))
     np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=2e-6, atol=1e-7)
+
+
+def test_kernels_needing_libgcc_helpers_load(tmp_path, monkeypatch):
+    """float64 -> float16 is a libgcc call (`__truncdfhf2`) on hosts without AVX-512 FP16: the
+    library must carry it (found by review: an ld link without libgcc loaded with an undefined
+    symbol)."""
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    cache.clear_memory()
+    x = np.array([1.5, -2.25, 70000.0, 1e-8, np.nan, -0.0, 6.1e-5], np.float64)
+    got = np.asarray(nova.jit(lambda a: (a.astype(jnp.float16) * 2).astype(jnp.float64))(x))
+    with np.errstate(over="ignore"):  # 70000 -> inf in float16, as intended
+        want = (x.astype(np.float16) * 2).astype(np.float64)
+    np.testing.assert_array_equal(got, want)

@@ -230,15 +230,16 @@ def _compile_and_link(text: str, func_names: list[str], so_path: str, work: str,
             ) from None
     tmp_so = so_path + f".tmp{os.getpid()}"
     omp_dir = os.path.dirname(omp_lib) if openmp else None
-    res = None
+    errors = []
     for link in link_commands(obj, tmp_so, omp_dir):
         res = subprocess.run(link, capture_output=True, text=True)
         if res.returncode == 0:
             break
-    if res.returncode != 0:
+        errors.append(f"{link[0]}: {res.stderr.strip()}")
+    else:
         if os.path.exists(tmp_so):
             os.remove(tmp_so)
-        raise CompilerError(f"linking {what} failed: {res.stderr.strip()}\n  MLIR: {src_path}")
+        raise CompilerError(f"linking {what} failed: {'; '.join(errors)}\n  MLIR: {src_path}")
     os.replace(tmp_so, so_path)
 
 
@@ -253,16 +254,39 @@ def link_commands(obj: str, out: str, omp_dir: str | None) -> list[list[str]]:
 
     The system linker `ld` directly first: the kernels need no C runtime start files, and the
     gcc driver (gcc -> collect2 -> ld, with its LTO plugin) cost ~46 ms a library against
-    ~14 ms for ld alone (bench/NOTES.md round 6). `gcc -shared` where ld is missing or fails.
-    With omp_dir, the library needs libiomp5 and finds it through its run path."""
+    ~14 ms for ld alone (bench/NOTES.md round 6). LLVM may call libgcc's helpers (a float64 ->
+    float16 conversion is `__truncdfhf2` on a host without AVX-512 FP16), so ld links libgcc.a
+    as gcc would, and `-z defs` makes any symbol still undefined a link error rather than a
+    library that fails to load. `gcc -shared` where ld is missing or fails. With omp_dir, the
+    library needs libiomp5 and finds it through its run path."""
     libs = ["-lm", "-lc"]
     cmds = []
-    if shutil.which("ld"):
+    libgcc = _libgcc()
+    if shutil.which("ld") and libgcc:
         omp = [f"-L{omp_dir}", "-liomp5", "-rpath", omp_dir] if omp_dir else []
-        cmds.append(["ld", "-shared", "-o", out, obj, *libs, *omp])
+        cmds.append(["ld", "-shared", "-z", "defs", "-o", out, obj, *libs, libgcc, *omp])
     omp = [f"-L{omp_dir}", "-liomp5", f"-Wl,-rpath,{omp_dir}"] if omp_dir else []
     cmds.append(["gcc", "-shared", "-o", out, obj, *libs, *omp])
     return cmds
+
+
+_libgcc_path: list = []
+
+
+def _libgcc() -> str | None:
+    """The path of gcc's libgcc.a (`gcc -print-libgcc-file-name`, asked once), or None."""
+    if not _libgcc_path:
+        path = None
+        try:
+            res = subprocess.run(["gcc", "-print-libgcc-file-name"], capture_output=True,
+                                 text=True)
+            cand = res.stdout.strip()
+            if res.returncode == 0 and os.path.isabs(cand) and os.path.exists(cand):
+                path = cand
+        except OSError:
+            pass
+        _libgcc_path.append(path)
+    return _libgcc_path[0]
 
 
 # --- parallel compilation in forked processes --------------------------------------------------

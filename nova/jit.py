@@ -9,6 +9,7 @@ and records the reason of each miss.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import inspect
@@ -36,6 +37,7 @@ from nova.core.trace import (
     set_eager_executor,
     trace_context,
 )
+from nova.runtime.executable import populating_arenas
 
 
 @dataclass(frozen=True)
@@ -515,7 +517,9 @@ class JitFunction:
     def lower(self, *args, target: str | None = None, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower(target=target)
 
-    def _compiled_for(self, sig, args, kwargs) -> Compiled:
+    def _compiled_for(self, sig, args, kwargs, for_call: bool = False) -> Compiled:
+        """The Compiled for sig (traced and compiled on a miss). for_call: a call follows at
+        once, so a new executable's arena is faulted in meanwhile (`populating_arenas`)."""
         key = sig.key()
         hit = self._cache.get(key)
         if hit is not None:
@@ -525,7 +529,7 @@ class JitFunction:
         reason = "first call" if self._last_sig is None else _describe_change(self._last_sig, sig)
         self._info.miss_reasons.append(reason)
         t0 = time.perf_counter()
-        with _gc_paused():
+        with _gc_paused(), (populating_arenas() if for_call else contextlib.nullcontext()):
             compiled = self._trace_sig(sig, args, kwargs).lower().compile()
         if os.environ.get("NOVA_LOG_COMPILES") == "1":
             logging.getLogger("nova.compiler").warning(
@@ -544,7 +548,7 @@ class JitFunction:
         leaves, sig = self._flatten_args(args, kwargs)
         if trace is not None:
             return self._inline(trace, sig, leaves, args, kwargs)
-        compiled = self._compiled_for(sig, args, kwargs)
+        compiled = self._compiled_for(sig, args, kwargs, for_call=True)
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
         debug_nans = config.read("debug_nans")
         raw = compiled._call_flat(vals, leaves, keep_inputs=debug_nans)

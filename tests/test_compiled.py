@@ -452,18 +452,22 @@ def test_allocate_arena_alignment_and_pages():
         assert int(a[-1]) == 7
 
 
-def _resident_kib(address: int) -> int | None:
-    """Rss of the mapping that starts at `address`, from /proc/self/smaps (None elsewhere)."""
+def _resident_kib(address: int, nbytes: int) -> int | None:
+    """KiB of the page-aligned range [address, address + nbytes) resident in memory, from
+    mincore(2) (None where it is unavailable)."""
+    import ctypes
+
     try:
-        lines = open("/proc/self/smaps").read().splitlines()
-    except OSError:
+        libc = ctypes.CDLL(None, use_errno=True)
+        mincore = libc.mincore
+    except (OSError, AttributeError):
         return None
-    for n, line in enumerate(lines):
-        if line.split("-", 1)[0] == f"{address:x}":
-            for field_line in lines[n + 1:n + 30]:
-                if field_line.startswith("Rss:"):
-                    return int(field_line.split()[1])
-    return None
+    mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    pages = -(-nbytes // 4096)
+    vec = np.zeros(pages, np.uint8)
+    if mincore(address, nbytes, vec.ctypes.data) != 0:
+        return None
+    return int((vec & 1).sum()) * 4
 
 
 def test_a_large_arena_is_populated_in_the_background_without_losing_writes():
@@ -473,7 +477,8 @@ def test_a_large_arena_is_populated_in_the_background_without_losing_writes():
     from nova.runtime import executable
 
     n = 4 * executable.SMALL_PAGE_ARENA_MIN
-    a = executable.allocate_arena(n)
+    with executable.populating_arenas():
+        a = executable.allocate_arena(n)
     a[0] = a[n // 2] = 5  # written while the populating thread may still run
     for t in threading.enumerate():
         if t.name == "nova-arena-populate":
@@ -484,8 +489,31 @@ def test_a_large_arena_is_populated_in_the_background_without_losing_writes():
     addr = np.frombuffer(probe, np.uint8).ctypes.data
     if libc is None or libc.madvise(addr, 4096, executable.MADV_POPULATE_WRITE) != 0:
         pytest.skip("this kernel has no MADV_POPULATE_WRITE")
-    rss = _resident_kib(a.ctypes.data)
+    rss = _resident_kib(a.ctypes.data, n)
     assert rss is not None and rss * 1024 >= n  # two pages touched here, every page resident
+    b = executable.allocate_arena(n)  # outside populating_arenas: left to the first call
+    b[0] = 1
+    assert _resident_kib(b.ctypes.data, n) * 1024 < n // 4
+
+
+def test_a_program_compiled_ahead_of_time_holds_no_arena_memory_until_called():
+    """Only jit's call path populates a new arena; `.lower().compile()` leaves it untouched (found
+    by review: a 256 MB arena was resident right after compile)."""
+    import threading
+
+    x = np.zeros((4096, 512), np.float32)
+    w = np.zeros((512, 512), np.float32)
+    f = nova.jit(lambda a, b: jnp.tanh(jnp.tanh(a @ b) @ b) @ b)
+    c = f.lower(x, w).compile()
+    for t in threading.enumerate():
+        if t.name == "nova-arena-populate":
+            t.join()
+    arena = c._exe.arena
+    assert arena is not None and arena.nbytes >= 8 << 20
+    rss = _resident_kib(arena.ctypes.data, arena.nbytes)
+    if rss is None:
+        pytest.skip("no mincore")
+    assert rss * 1024 < arena.nbytes // 4
 
 
 def test_tracing_and_compiling_pause_the_garbage_collector():

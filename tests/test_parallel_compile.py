@@ -135,3 +135,43 @@ def test_compile_cost_weights_generic_matmuls():
     groups = cc.split_for_processes(sizes, 2)
     loads = [sum(sizes[i] for i in g) for g in groups]
     assert max(loads) - min(loads) <= 200
+
+
+@pytest.mark.parametrize("cache_usable", [True, False])
+def test_a_failed_parallel_compile_leaves_only_the_source_its_error_names(
+        cache_usable, monkeypatch, tmp_path):
+    """Forked workers keep nothing of a failed compile (the parent compiles the job again and
+    names its own copy), and libraries meant for memory only (an unusable cache directory)
+    leave no folders behind when the compile fails (both found by review)."""
+    import tempfile
+    import warnings
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    if cache_usable:
+        monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path / "cache"))
+    else:
+        (tmp_path / "not-a-dir").write_text("")
+        monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path / "not-a-dir"))
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "2")
+    monkeypatch.setenv("NOVA_LLVM_PIPELINE", "function(no-such-pass)")
+    monkeypatch.setattr(backend_cpu, "MIN_PARALLEL_TEXT", 0)
+    cache.clear_memory()
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((41, 23)).astype(np.float32)
+    w = rng.standard_normal((23, 17)).astype(np.float32)
+
+    def f(x, w):
+        h = jnp.tanh(x @ w)
+        return jnp.sum(h * h, axis=1), jnp.max(h, axis=0), jnp.exp(h) - 1.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the unusable cache directory's warning
+        with pytest.raises(CompilerError, match="stage 'llvm'") as ei:
+            nova.jit(f)(x, w)
+    named = str(ei.value).split("MLIR: ")[1].strip()
+    left = sorted(str(p) for p in scratch.rglob("*")
+                  if p.is_file() and p.relative_to(scratch).parts[0].startswith("nova-"))
+    assert left == [named]
+    assert not [p for p in scratch.iterdir() if p.name.startswith("nova-mem-")]

@@ -137,3 +137,21 @@ def test_a_kernel_written_in_place_keeps_plain_stores(small_llc):
     want = (x * 2.0 + 1.0) @ w
     assert_close(fresh([x.copy(), w])[0], want, rtol=1e-5, atol=1e-4)
     assert_close(in_place([x.copy(), w])[0], want, rtol=1e-5, atol=1e-4)
+
+
+def test_lowered_kernels_are_memoized_per_host_device(monkeypatch):
+    """The process-wide memo of lowered kernels (backend_cpu._LOWER_MEMO) is keyed by the host
+    device too: a kernel lowered for a host with a 64 KiB last-level cache (streaming stores)
+    is not reused for the real host (found by review: the schedule leaked between tests)."""
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal((136, 104)).astype(np.float32)
+    program = run_passes(nova.make_program(lambda x: x * 3.0 - 1.0)(x))
+    real = matmul.host_device()
+    small = dataclasses.replace(real, l3=64 * 1024)
+    monkeypatch.setattr(matmul, "host_device", lambda: small)
+    exe = compile_program(program)
+    assert exe.launches[0].kernel.schedule["nontemporal_stores"] is True
+    monkeypatch.setattr(matmul, "host_device", lambda: real)
+    exe = compile_program(run_passes(nova.make_program(lambda x: x * 3.0 - 1.0)(x)))
+    assert exe.launches[0].kernel.schedule["nontemporal_stores"] is False
+    np.testing.assert_allclose(exe([x])[0], x * 3.0 - 1.0, rtol=1e-6)

@@ -24,12 +24,14 @@ from nova.compiler.codegen.cpu.compile import (
 )
 from nova.compiler.codegen.cpu.attention import emit_attention
 from nova.compiler.codegen.cpu.contraction import emit_contraction, emit_generic_contraction
+from nova.compiler.codegen.cpu import matmul as _matmul
 from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
 from nova.compiler.codegen.cpu.loops import emit_loop_kernel
 from nova.compiler.codegen.cpu.sequential import emit_sequential_kernel
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import FusedProgram, Kernel
 from nova.compiler.plan_memory import live_bytes, plan_memory
+from nova.core.errors import CompilerError
 from nova.core.ir import Eqn, Program, Var
 from nova.core.primitive import lookup
 from nova.core.trace import _reference_eval
@@ -126,7 +128,8 @@ def _split_epilogue(k: Kernel):
     return [mm, epi]
 
 
-# Lowered kernels by structure: (kernel name, schedule before lowering) -> (schedule after,
+# Lowered kernels by structure: (kernel name, schedule before lowering, host device) ->
+# (schedule after,
 # [(symbol, MLIR text, parameter vector)]). The name hashes the kernel's kind and its printed
 # sub-Program (shapes and dtypes included), and the emitters read nothing else but the host
 # device, so the repeated layers of a model are emitted once: of the small GPT-2 step's 145
@@ -144,7 +147,7 @@ def _lower(k: Kernel) -> list:
     Repeated kernels come from _LOWER_MEMO, with the schedule their lowering chose."""
     if k.kind.startswith("host:") or _empty(k):
         return []
-    key = (k.name, repr(sorted(k.schedule.items())))
+    key = (k.name, repr(sorted(k.schedule.items())), _matmul.host_device())
     hit = _LOWER_MEMO.get(key)
     if hit is not None:
         k.schedule.update(hit[0])
@@ -153,7 +156,7 @@ def _lower(k: Kernel) -> list:
     out = _lower_uncached(k)
     if all(gk is k for gk, _, _, _ in out):
         if len(_LOWER_MEMO) >= _LOWER_MEMO_SIZE:
-            del _LOWER_MEMO[next(iter(_LOWER_MEMO))]
+            _LOWER_MEMO.pop(next(iter(_LOWER_MEMO), None), None)
         _LOWER_MEMO[key] = (dict(k.schedule),
                             [(sym, text, params) for _, sym, text, params in out])
     return out
@@ -221,7 +224,7 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
                     try:
                         fn = load_function(rec["so"], rec["symbol"], rec["nargs"])
                         cache.memory_put(key, fn)
-                    except OSError:
+                    except (OSError, CompilerError):  # unloadable or lacking it: rebuild
                         fn = None
             nargs = len(gk.program.inputs) + len(gk.program.outputs) + (params is not None)
             if fn is None:
@@ -253,16 +256,19 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
                              what=f"{len(names)} kernel(s) {', '.join(names[:4])}",
                              openmp=needs_openmp(text)))
             libraries.append((names, so, in_memory_only))
-        compile_in_parallel(jobs, procs)
-        for names, so, in_memory_only in libraries:
-            for sym in names:
-                nargs, key, _ = missing[sym]
-                fn = load_function(so, sym, nargs)
-                cache.memory_put(key, fn)
-                if not in_memory_only:
-                    cache.disk_put(key, so, sym, nargs)
-            if in_memory_only:  # loaded: the mapping outlives the file
-                shutil.rmtree(os.path.dirname(so), ignore_errors=True)
+        try:
+            compile_in_parallel(jobs, procs)
+            for names, so, in_memory_only in libraries:
+                for sym in names:
+                    nargs, key, _ = missing[sym]
+                    fn = load_function(so, sym, nargs)
+                    cache.memory_put(key, fn)
+                    if not in_memory_only:
+                        cache.disk_put(key, so, sym, nargs)
+        finally:
+            for _, so, in_memory_only in libraries:
+                if in_memory_only:  # loaded (the mapping outlives the file), or failed
+                    shutil.rmtree(os.path.dirname(so), ignore_errors=True)
     for k, parts in plans:
         result[id(k)] = [(gk, cache.memory_get(key), params) for gk, key, params in parts]
     if os.environ.get("NOVA_LOG_COMPILES") == "1":

@@ -30,6 +30,7 @@ import numpy as np
 from nova.compiler import cache
 from nova.config import config
 from nova.core import dtypes
+from nova.core.errors import CompilerError
 from nova.core.ir import Program, TensorType, parse_program, print_program
 from nova.runtime.executable import describe_kernel
 
@@ -194,7 +195,7 @@ def _build(body: dict):
                 use_openmp_defaults()  # harmless for serial kernels; needed before a threaded one
                 try:
                     fn = load_function(entry["so"], entry["symbol"], entry["nargs"])
-                except OSError as e:
+                except (OSError, CompilerError) as e:
                     raise _KernelGone(key) from e
                 cache.memory_put(key, fn)
             launches.append(Launch(rec["name"], rec["inputs"], rec["outputs"], out_types, fn,

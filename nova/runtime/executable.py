@@ -90,7 +90,8 @@ def allocate_arena(nbytes: int) -> np.ndarray:
         except (OSError, ValueError):
             pass
         else:
-            _populate_in_background(m, arena.ctypes.data, nbytes)
+            if getattr(_arena_population, "on", False):
+                _populate_in_background(m, arena.ctypes.data, nbytes)
             return arena
     raw = np.empty(nbytes + 64, np.uint8)
     start = (-raw.ctypes.data) % 64
@@ -100,9 +101,27 @@ def allocate_arena(nbytes: int) -> np.ndarray:
 # madvise(2) advice that faults a range in, writable, without changing its contents (Linux 5.14).
 MADV_POPULATE_WRITE = 23
 
+_arena_population = threading.local()
+
+
+class populating_arenas:
+    """`with populating_arenas():` arenas allocated inside (by executables built for a call that
+    follows at once: jit's __call__) are faulted in by a background thread. Outside, an arena's
+    pages are only touched when a call first writes them, so a program compiled ahead of time
+    (`jit(f).lower(...).compile()`) holds no memory until it runs (found by review: a 256 MB
+    arena was resident right after compile)."""
+
+    def __enter__(self):
+        self.prev = getattr(_arena_population, "on", False)
+        _arena_population.on = True
+
+    def __exit__(self, *exc):
+        _arena_population.on = self.prev
+        return False
+
 
 def _populate_in_background(mapping, address: int, nbytes: int) -> None:
-    """Faults the pages of a fresh arena in from another thread (MADV_POPULATE_WRITE through
+    """Faults the pages of a fresh arena in from another thread (inside `populating_arenas`) (MADV_POPULATE_WRITE through
     ctypes, which releases the GIL), so that the first call does not take ~27,000 page faults
     for a 107 MB arena itself: the page tables fill while this thread goes on loading kernels
     and building the launch table. The contents are untouched, so a kernel may already write

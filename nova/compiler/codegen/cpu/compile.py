@@ -43,6 +43,10 @@ CPU_PIPELINE_OPENMP = CPU_PIPELINE.replace(
 
 _lock = threading.Lock()
 
+# Whether a failed compile keeps its MLIR source for the error message (False in forked
+# compile workers, whose errors nobody reads: see compile_in_parallel).
+_keep_failed_source = True
+
 
 def openmp_runtime() -> str:
     """The path of the OpenMP runtime `libiomp5.so` shipped by the `intel-openmp` PyPI wheel.
@@ -156,10 +160,14 @@ def compile_to_shared_library(text: str, func_names: list[str], so_path: str, *,
         _compile_and_link(text, func_names, so_path, work, dump_dir, what, omp_lib)
     except CompilerError:
         # The error names the MLIR source: without a dump_dir it lives in `work`, so keep that
-        # one file (the object and the half-written library go).
-        for name in os.listdir(work):
-            if not (name.endswith(".mlir") and dump_dir is None):
-                os.remove(os.path.join(work, name))
+        # one file (the object and the half-written library go). A forked compile worker keeps
+        # nothing: the parent compiles a failed job again and reports its own copy.
+        if dump_dir is not None or not _keep_failed_source:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            for name in os.listdir(work):
+                if not name.endswith(".mlir"):
+                    os.remove(os.path.join(work, name))
         raise
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -353,7 +361,7 @@ def compile_in_parallel(jobs: list[dict], workers: int | None = None) -> None:
     (O_EXCL), so a worker that finishes early takes more and none idles while another still
     has a queue. A job a child claimed but did not finish (or a child that could not be forked)
     is compiled again here, so errors surface as this process's CompilerError."""
-    global _lock
+    global _lock, _keep_failed_source
     if not jobs:
         return
     workers = len(jobs) if workers is None else max(1, min(workers, len(jobs)))
@@ -389,6 +397,7 @@ def compile_in_parallel(jobs: list[dict], workers: int | None = None) -> None:
                 code = 1
                 try:
                     _lock = threading.Lock()
+                    _keep_failed_source = False
                     work()
                     code = 0
                 except BaseException:  # noqa: BLE001 - the parent recompiles and reports
@@ -436,7 +445,11 @@ def load_function(so_path: str, name: str, nargs: int):
     OpenMP runtime is loaded first, see `_preload_openmp_runtime`)."""
     _preload_openmp_runtime()
     lib = ctypes.CDLL(so_path)
-    fn = getattr(lib, name)
+    try:
+        fn = getattr(lib, name)
+    except AttributeError:  # e.g. an LLVM pipeline (NOVA_LLVM_PIPELINE) that dropped it
+        raise CompilerError(f"the compiled library {so_path} does not define the kernel "
+                            f"{name}") from None
     fn.argtypes = [ctypes.c_void_p] * nargs
     fn.restype = None
     return fn

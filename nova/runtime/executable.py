@@ -4,7 +4,8 @@ Intermediate values live in one arena allocated when the executable is built (of
 memory plan, nova/compiler/plan_memory.py); program outputs are fresh arrays for the caller. A
 call runs each stretch of generated kernels as one native call through the launcher
 (nova/runtime/launcher.py); with NOVA_PROFILE=1 every kernel is called (and timed) from Python.
-An executable is not reentrant: two threads must not call the same one at once.
+An executable is not reentrant (its calls share the arena), so calls from several threads take
+turns on a lock; different executables run at the same time.
 """
 
 from __future__ import annotations
@@ -283,6 +284,9 @@ class CPUExecutable:
                 self.views[s] = self.arena[off:off + t.nbytes].view(t.dtype).reshape(t.shape)
         self.aliases = dict(plan.aliases) if plan is not None else {}
         self._pool = _OutputPool()
+        # One call at a time: every call shares the arena's intermediates and the native
+        # launcher's slot array, so two threads calling at once computed wrong results.
+        self._call_lock = threading.Lock()
 
     def pool_outputs(self, enabled: bool) -> None:
         """Whether fresh outputs of at least POOL_MIN_BYTES reuse dropped buffers (the default);
@@ -292,11 +296,14 @@ class CPUExecutable:
             self._pool.clear()
 
     def __call__(self, values: list) -> list:
-        if _profiling:
-            return self._call_profiled(values)
-        if self.launcher is not None:
-            return self._run_native(values)
-        return self._run(values, None)
+        """Runs the program on `values` (one per input slot); calls from several threads run
+        one after the other (they share the arena)."""
+        with self._call_lock:
+            if _profiling:
+                return self._call_profiled(values)
+            if self.launcher is not None:
+                return self._run_native(values)
+            return self._run(values, None)
 
     def _call_profiled(self, values):
         t0 = time.perf_counter()

@@ -228,3 +228,19 @@ def test_an_output_returned_twice_is_not_owned_by_either_array():
     c = g(a)
     np.testing.assert_array_equal(np.asarray(b), np.ones(4, np.float32))
     np.testing.assert_array_equal(np.asarray(c), np.full(4, 10.0, np.float32))
+
+
+def test_a_large_closed_over_array_returned_from_jit_is_the_callers_copy(tmp_path, monkeypatch):
+    """A closed-over Array of more than 4096 elements is a host constant of the executable;
+    returned as a result it is copied, so donating (or writing) that result changes neither the
+    original nor the next call's result — compiled, and loaded from the executable cache
+    (found by review: C ended at 2.0, and the cached executable's constant at 2.0)."""
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    C = jnp.ones((300, 300))
+    for _ in range(2):  # compiled, then (a new jit object) from the executable cache
+        f = nova.jit(lambda x: (x + 1, C))
+        _, c = f(jnp.zeros((300, 300)))
+        r = nova.jit(lambda c: c * 2.0, donate_argnums=0)(c)
+        _, c2 = f(jnp.zeros((300, 300)))
+        assert float(np.asarray(r)[0, 0]) == 2.0
+        assert float(np.asarray(C)[7, 9]) == 1.0 and float(np.asarray(c2)[7, 9]) == 1.0

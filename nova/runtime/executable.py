@@ -323,6 +323,11 @@ class CPUExecutable:
         """Per-launch argument recipes, so a call does no planning: arena views have fixed
         addresses; fresh arrays are only made for program outputs and host launches."""
         self._recipes = []
+        # Program outputs a host launch produces: it may hand back a buffer it keeps (a large
+        # constant's data, the same array on every call, or a closed-over Array's), while a
+        # result is the caller's to write or donate: those are copied (_collect).
+        self._host_outputs = frozenset(s for l in self.launches if l.fn is None
+                                       for s in l.outputs) & frozenset(self.output_slots)
         n_slots = 1 + max([self.n_inputs - 1] + list(self.constants)
                           + [s for l in self.launches for s in l.inputs + l.outputs])
         self._n_slots = n_slots
@@ -431,7 +436,7 @@ class CPUExecutable:
                 o = o if o.flags.c_contiguous else o.copy()
                 env[s] = o
                 slots[s] = _address(o)
-        return [env[s] for s in self.output_slots]
+        return self._collect(env)
 
     def _run(self, values: list, times) -> list:
         if not hasattr(self, "_recipes"):
@@ -481,7 +486,14 @@ class CPUExecutable:
                     o = o if o.flags.c_contiguous else o.copy()
                     env[s] = o
                     addr[s] = _address(o)
-        return [env[s] for s in self.output_slots]
+        return self._collect(env)
+
+    def _collect(self, env: list) -> list:
+        """The program's outputs from the slot values (host launches' own buffers copied)."""
+        host = self._host_outputs
+        if not host:
+            return [env[s] for s in self.output_slots]
+        return [env[s].copy() if s in host else env[s] for s in self.output_slots]
 
     def reused_inputs(self) -> frozenset:
         """Program input slots whose buffers an intermediate takes in place (donated inputs the

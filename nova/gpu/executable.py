@@ -4,13 +4,15 @@ Built by nova/compiler/backend_cuda.py from PTX (from the kernel cache: no MLIR 
 Every value has a fixed device address for the executable's lifetime: program inputs and
 outputs own buffers, intermediates share one arena laid out by the memory plan, constants are
 uploaded once. The first call runs the launches one by one (so a failing kernel is named);
-later calls replay them as one CUDA graph captured on the second call. A call copies the inputs
+later calls replay them as one CUDA graph captured on the second call (calls from several
+threads take turns: they share the buffers and the stream). A call copies the inputs
 in, replays, and copies the outputs back (host NumPy arrays in and out).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +71,8 @@ class CUDAExecutable:
         self.calls = 0
         self._ready = False
         self._graph = None
+        # Calls share the device buffers and the stream: from several threads they take turns.
+        self._call_lock = threading.Lock()
 
     # --- set-up on the first call (needs a GPU) -----------------------------------------------
     def _prepare(self) -> None:
@@ -126,6 +130,10 @@ class CUDAExecutable:
         self._graph.replay()
 
     def __call__(self, values: list) -> list:
+        with self._call_lock:
+            return self._call(values)
+
+    def _call(self, values: list) -> list:
         if not self._ready:
             from nova.gpu.driver import GPUUnavailableError
 

@@ -129,11 +129,11 @@ def _split_epilogue(k: Kernel):
 
 
 # Lowered kernels by structure: (kernel name, schedule before lowering, host device) ->
-# (schedule after,
-# [(symbol, MLIR text, parameter vector)]). The name hashes the kernel's kind and its printed
-# sub-Program (shapes and dtypes included), and the emitters read nothing else but the host
-# device, so the repeated layers of a model are emitted once: of the small GPT-2 step's 145
-# kernels 110 repeat one of the others, and emitting them took ~0.4 s of its cold compile.
+# (schedule after, [(symbol, MLIR text, parameter vector)]). The name hashes the kernel's kind
+# and its printed sub-Program (shapes and dtypes included), and the emitters read nothing else
+# but the host device, so the repeated layers of a model are emitted once: of the small GPT-2
+# step's 145 kernels 110 repeat one of the others, and emitting them took ~0.4 s of its cold
+# compile.
 # Only kernels lowered as themselves are kept (a split epilogue's parts name other Vars).
 # Bounded: oldest entries go first beyond _LOWER_MEMO_SIZE.
 _LOWER_MEMO: dict = {}

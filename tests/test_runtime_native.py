@@ -254,3 +254,29 @@ def test_one_executable_called_from_several_threads_at_once():
     for t in threads:
         t.join()
     assert wrong == []
+
+
+def test_the_launcher_is_built_in_the_background_and_eager_ops_do_not_wait(tmp_path,
+                                                                            monkeypatch):
+    """With a fresh cache, an eager op (one launch) runs without the launcher (nothing is
+    built); a jitted program starts the launcher's build as its compile begins and uses it."""
+    from nova.compiler import cache
+
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    cache.clear_memory()
+    lib = tmp_path / "cpu" / "lib" / launcher.library_name()
+    y = jnp.exp(jnp.asarray(np.linspace(-1, 1, 77, dtype=np.float32)))
+    assert_close(np.asarray(y), np.exp(np.linspace(-1, 1, 77, dtype=np.float32)), rtol=1e-6)
+    assert not lib.exists()
+    starts = []
+    real = launcher.prefetch_launcher
+    monkeypatch.setattr(launcher, "prefetch_launcher", lambda d: (starts.append(d), real(d)))
+    import nova.compiler.backend_cpu as backend_cpu
+
+    monkeypatch.setattr(backend_cpu, "prefetch_launcher", launcher.prefetch_launcher)
+    x = np.random.default_rng(3).standard_normal((40, 33)).astype(np.float32)
+    f = nova.jit(lambda x: jnp.sum(jnp.tanh(x) * 2.0, axis=0) + jnp.max(x, axis=1).sum())
+    got = f(x)
+    assert starts == [str(tmp_path / "cpu" / "lib")] and lib.exists()
+    assert_close(np.asarray(got), np.tanh(x).sum(0) * 2.0 + x.max(1).sum(), rtol=1e-5)
+    assert f.lower(x).compile()._exe.launcher is not None

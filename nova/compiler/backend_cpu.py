@@ -36,7 +36,7 @@ from nova.core.ir import Eqn, Program, Var
 from nova.core.primitive import lookup
 from nova.core.trace import _reference_eval
 from nova.runtime.executable import CPUExecutable, Launch
-from nova.runtime.launcher import load_launcher
+from nova.runtime.launcher import load_launcher, prefetch_launcher
 
 log = logging.getLogger("nova.compiler")
 
@@ -283,6 +283,8 @@ def compile_program(program: Program, *, target: str | None = None,
                     donated=()) -> CPUExecutable:
     """The CPU executable of `program`. donated: indices of inputs whose buffers the call may
     reuse for its values (the jitted function's donate_argnums, flattened)."""
+    if len(program.eqns) > 1:
+        _prefetch_launcher()
     fused = fuse(program)
     lowered = {id(k): _lower(k) for k in fused.kernels}
     slots: dict[int, int] = {}
@@ -342,8 +344,11 @@ def compile_program(program: Program, *, target: str | None = None,
     costs = {"flops": sum(p["flops"] for p in per_kernel),
              "bytes accessed": sum(p["bytes accessed"] for p in per_kernel),
              "kernels": len(per_kernel), "per_kernel": per_kernel}
+    # A single launch gains nothing from the launcher (one ctypes call either way), so an
+    # eager op never waits for the launcher's first build.
     return CPUExecutable(len(program.inputs), launches, output_slots, fused.as_text(),
-                         costs, memory, plan, slot_types, launcher=_launcher(),
+                         costs, memory, plan, slot_types,
+                         launcher=_launcher() if len(launches) > 1 else None,
                          constants=constants)
 
 
@@ -370,15 +375,25 @@ def _temporal_where_in_place(placed, lowered: dict, plan) -> None:
 _launcher_failed = False
 
 
+def _launcher_dir() -> str | None:
+    so = cache.library_path("launcher")
+    return os.path.dirname(so) if so else None
+
+
+def _prefetch_launcher() -> None:
+    """Starts building the native launcher in the background if this cache has none yet."""
+    if not _launcher_failed:
+        prefetch_launcher(_launcher_dir())
+
+
 def _launcher():
     """The native launcher (one call per step), built into the kernel cache's library folder;
     None (kernels called one by one from Python, with one warning) if it cannot be built."""
     global _launcher_failed
     if _launcher_failed:
         return None
-    so = cache.library_path("launcher")
     try:
-        return load_launcher(os.path.dirname(so) if so else None)
+        return load_launcher(_launcher_dir())
     except OSError as e:
         _launcher_failed = True
         warnings.warn(f"nova: native launcher unavailable ({e}); kernels are called one by one",

@@ -82,6 +82,30 @@ def library_name() -> str:
     return "nova-launcher-" + hashlib.sha256(_source().encode()).hexdigest()[:16] + ".so"
 
 
+_prefetching: set = set()
+
+
+def prefetch_launcher(lib_dir: str | None) -> None:
+    """Starts building the launcher into `lib_dir` in a background thread when it is not built
+    yet, so that the C compiler (~1-2 s for this source: 97 call cases of up to 96 arguments)
+    runs while the program's own kernels are being generated and compiled; `load_launcher`
+    then waits for it (the same lock). Errors are left for that call to raise."""
+    if lib_dir is None or os.path.exists(os.path.join(lib_dir, library_name())):
+        return
+    with _lock:
+        if lib_dir in _prefetching:
+            return
+        _prefetching.add(lib_dir)
+
+    def build():
+        try:
+            load_launcher(lib_dir)
+        except OSError:
+            pass
+
+    threading.Thread(target=build, name="nova-launcher-build", daemon=True).start()
+
+
 def load_launcher(lib_dir: str | None):
     """The ctypes function `nova_run(table, launches, slots) -> launches run`, built into
     `lib_dir` (the kernel cache's library folder) on first use, or into a temporary folder when

@@ -1,4 +1,5 @@
-"""LLVM IR -> object file through LLVM's C API with Nova's pass pipeline (codegen/cpu/object_code.py)."""
+"""LLVM IR -> object file through LLVM's C API with Nova's pass pipeline, and the link step
+(codegen/cpu/object_code.py, compile.py)."""
 
 import ctypes
 import subprocess

@@ -122,13 +122,14 @@ class populating_arenas:
 
 
 def _populate_in_background(mapping, address: int, nbytes: int) -> None:
-    """Faults the pages of a fresh arena in from another thread (inside `populating_arenas`) (MADV_POPULATE_WRITE through
-    ctypes, which releases the GIL), so that the first call does not take ~27,000 page faults
-    for a 107 MB arena itself: the page tables fill while this thread goes on loading kernels
-    and building the launch table. The contents are untouched, so a kernel may already write
-    the arena meanwhile. Measured (bench/NOTES.md round 6): populating 107 MB took 60-65 ms
-    against 80-90 ms of first touches; a warm-cache small GPT-2 step's first call saved ~0.05 s.
-    Where the advice is unknown (older kernels, not Linux) nothing happens."""
+    """Faults the pages of a fresh arena in from another thread (inside `populating_arenas`;
+    MADV_POPULATE_WRITE through ctypes, which releases the GIL), so that the first call does not
+    take ~27,000 page faults for a 107 MB arena itself: the page tables fill while this thread
+    goes on loading kernels and building the launch table. The contents are untouched, so a
+    kernel may already write the arena meanwhile. Measured (bench/NOTES.md round 6): populating
+    107 MB took 60-65 ms against 80-90 ms of first touches; a warm-cache small GPT-2 step's
+    first call saved ~0.05 s. Where the advice is unknown (older kernels, not Linux) nothing
+    happens."""
     libc = _libc()
     if libc is None:
         return

@@ -1,11 +1,11 @@
 """Compiles MLIR text of CPU kernels into a shared library and loads its functions with ctypes.
 
-Route (MLIR_NOTES.md §3, route A): parse, lower with CPU_PIPELINE, translate to LLVM IR and
-compile it to a position-independent object for the host CPU with Nova's LLVM pass pipeline
-(object_code.py; MLIR's ExecutionEngine at -O3 where libLLVM's C API is not at hand), link it
-with the system linker into a .so (`ld -shared`, or `gcc -shared`: link_commands). Kernels take bare pointers (static shapes;
-`use-bare-ptr-memref-call-conv`), so a kernel is a plain C function `void k(void*, ...)` that a
-later process loads with ctypes without importing MLIR.
+Route (MLIR_NOTES.md §3, route A): parse, lower with CPU_PIPELINE, translate to LLVM IR and compile
+it to a position-independent object for the host CPU with Nova's LLVM pass pipeline (object_code.py;
+MLIR's ExecutionEngine at -O3 where libLLVM's C API is not at hand), link it with the system linker
+into a .so (`ld -shared`, or `gcc -shared`: link_commands). Kernels take bare pointers (static
+shapes; `use-bare-ptr-memref-call-conv`), so a kernel is a plain C function `void k(void*, ...)`
+that a later process loads with ctypes without importing MLIR.
 """
 
 from __future__ import annotations

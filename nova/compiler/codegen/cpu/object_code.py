@@ -6,15 +6,15 @@ the libLLVM.so the MLIR bindings themselves load, optimized with OPT_PIPELINE by
 manager (`LLVMRunPasses`), and emitted as a position-independent object for the host CPU (its
 name and features, as MLIR's ExecutionEngine would) at codegen level -O3.
 
-Why not `ExecutionEngine(opt_level=3)`: that runs LLVM's whole O3 module pipeline (inliner, loop
-and SLP vectorizers, loop unrolling, ...) over code that Nova's generators already vectorized,
-tiled and unrolled themselves. On the libraries of the small GPT-2 step (bench/NOTES.md round
-6; LLVM's opt and llc binaries, process start-ups included) O3 took 2.7 s of optimization and
-3.5 s of code generation, OPT_PIPELINE 1.1 s and 2.5 s (less code reaches the code
-generator); the step's cold first call went from 3.2-4.2 s to 2.4-2.6 s, with the same step
-time (218 ms either way) and the same loss. What the generators' output still needs: SROA and mem2reg of the few allocas,
-early CSE and instcombine of the index arithmetic the MLIR lowering leaves, LICM of loop
-invariants (broadcast constants, row base pointers), GVN of redundant loads, CFG clean-up.
+Why not `ExecutionEngine(opt_level=3)`: that runs LLVM's whole O3 module pipeline (inliner, loop and
+SLP vectorizers, loop unrolling, ...) over code that Nova's generators already vectorized, tiled and
+unrolled themselves. On the libraries of the small GPT-2 step (bench/NOTES.md round 6; LLVM's opt
+and llc binaries, process start-ups included) O3 took 2.7 s of optimization and 3.5 s of code
+generation, OPT_PIPELINE 1.1 s and 2.5 s (less code reaches the code generator); the step's cold
+first call went from 3.2-4.2 s to 2.4-2.6 s, with the same step time (218 ms either way) and the
+same loss. What the generators' output still needs: SROA and mem2reg of the few allocas, early CSE
+and instcombine of the index arithmetic the MLIR lowering leaves, LICM of loop invariants (broadcast
+constants, row base pointers), GVN of redundant loads, CFG clean-up.
 
 NOVA_LLVM_PIPELINE replaces the pipeline (new pass manager syntax, e.g. "default<O3>"); it is
 part of every kernel's cache key (cache.host_target).

@@ -357,10 +357,14 @@ class Lowered:
             from nova.compiler.pipeline import run_passes
 
             self._traced.verify()
-            # The CUDA backend has no flash-attention kernels yet: there, attention stays its
-            # matmuls and softmax (the T x T scores are materialized).
-            cuda = self.target is not None and self.target.startswith("cuda")
-            self._program = run_passes(self._traced.program, skip=("attention",) if cuda else ())
+            # CUDA targets fuse only the attentions their flash kernels cover (dtype, head
+            # dims); the others stay matmuls and softmax (the T x T scores are materialized).
+            options = None
+            if self.target is not None and self.target.startswith("cuda"):
+                from nova.compiler.codegen.cuda.attention import supports
+
+                options = {"attention": {"supports": supports}}
+            self._program = run_passes(self._traced.program, options=options)
         return self._program
 
     def as_text(self) -> str:

@@ -464,12 +464,12 @@ def test_corrupt_cache_entry_is_rebuilt():
 
 
 def test_unsupported_kernel_kind_is_named():
-    def attention(q, k, v):  # flash attention: no GPU kernel yet
-        return F.scaled_dot_product_attention(q, k, v, causal=True)
+    import dataclasses
 
-    fused = _fused(attention, [S((1, 2, 16, 8), f32)] * 3)
-    with pytest.raises(NotImplementedError, match="kernel kind 'attention'"):
-        backend_cuda.compile_kernels(fused, "cuda:sm_90")
+    fused = _fused(lambda x: jnp.exp(x), [S((16, 8), f32)])
+    (k,) = fused.kernels
+    with pytest.raises(NotImplementedError, match="kernel kind 'mystery'"):
+        backend_cuda.lower_kernel(dataclasses.replace(k, kind="mystery"), "sm_90", "highest")
 
 
 @pytest.mark.parametrize("target", ["cuda", "cuda:sm_75", "gpu:sm_90", None])

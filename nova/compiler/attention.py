@@ -39,8 +39,11 @@ from nova.compiler.rewrite import Rewriter
 from nova.core.ir import Program, Var
 
 
-def fuse_attention(program: Program) -> Program:
-    """Replaces every recognized attention (and its backward) by the fused primitives."""
+def fuse_attention(program: Program, supports=None) -> Program:
+    """Replaces every recognized attention (and its backward) by the fused primitives.
+
+    supports: a backend's predicate supports(dtype, d, dv) -> bool on the operands' dtype and
+    the head dims of q/k and v; an attention it rejects stays matmuls + softmax there."""
     g = Graph(program)
     matches = []
     taken: set[int] = set()
@@ -49,6 +52,8 @@ def fuse_attention(program: Program) -> Program:
             continue
         m = match_forward(g, e)
         if m is None or any(id(q) in taken for q in m.eqns):
+            continue
+        if supports is not None and not supports(*_head_dims(m)):
             continue
         if not match_backward(g, m):
             continue
@@ -59,6 +64,12 @@ def fuse_attention(program: Program) -> Program:
     if not matches:
         return program
     return _rewrite(program, matches, g.live_eqns)
+
+
+def _head_dims(m: Match) -> tuple:
+    """(dtype, head dim of q and k, head dim of v) of a recognized attention."""
+    q, v = m.qop.type, m.vop.type
+    return q.dtype, q.shape[m.q_labels.index("d")], v.shape[m.v_labels.index("e")]
 
 
 def _to_layout(rw: Rewriter, v: Var, have: tuple, want: tuple) -> Var:

@@ -33,6 +33,7 @@ from nova.compiler.backend_cpu import (
     _memory,
     _split_epilogue,
 )
+from nova.compiler.codegen.cuda.attention import emit_gpu_attention
 from nova.compiler.codegen.cuda.compile import compile_to_ptx, parse_target, wrap_module
 from nova.compiler.codegen.cuda.loops import emit_gpu_loop_kernel
 from nova.compiler.codegen.cuda.matmul import emit_gpu_contraction
@@ -84,9 +85,12 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
         return [(k, emit_gpu_scan(k))]
     if k.kind == "sort":
         return [(k, emit_gpu_sort(k))]
+    if k.kind == "attention":
+        return emit_gpu_attention(k)
     raise NotImplementedError(
         f"cuda backend: no GPU kernel for kernel kind {k.kind!r} (ops {k.op_names()}); "
-        "supported kinds: 'loop', 'contraction', 'scatter', 'scan', 'sort', and large constants")
+        "supported kinds: 'loop', 'contraction', 'scatter', 'scan', 'sort', 'attention', and "
+        "large constants")
 
 
 def _check_limits(sym: str, em, arch: str) -> None:

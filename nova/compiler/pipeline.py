@@ -46,9 +46,10 @@ def _dump(dump_dir: str, index: int, name: str, program: Program, tag: str) -> N
 
 
 def run_passes(program: Program, *, verify: bool | None = None,
-               tag: str | None = None, skip: tuple = ()) -> Program:
+               tag: str | None = None, skip: tuple = (), options: dict | None = None) -> Program:
     """Runs PASSES over `program`, except those named in `skip` (e.g. "attention" for a target
-    without flash-attention kernels).
+    without flash-attention kernels). options: {pass name: keyword arguments of that pass}, e.g.
+    {"attention": {"supports": predicate}} for a target whose kernels cover only some attentions.
 
     verify: check the Program after every pass (None: the `verify_passes` config flag, which the
     test suite sets). The result is always verified once, so bad IR never reaches codegen.
@@ -69,7 +70,7 @@ def run_passes(program: Program, *, verify: bool | None = None,
         if name in skip:
             continue
         t0 = time.perf_counter()
-        program = fn(program)
+        program = fn(program, **(options or {}).get(name, {}))
         timings.append((name, time.perf_counter() - t0))
         if verify:
             verify_program(program, pass_name=name)

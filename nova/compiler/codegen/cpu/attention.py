@@ -72,9 +72,9 @@ class _FlashKernels(AttentionEmitter):
             nblk = self.op(f"arith.ceildivsi {kend_last}, {self.idx(self.bk)} : index")
             self.open(f"scf.for %jb = {c0} to {nblk} step {c1}")
             j0 = self.imul("%jb", self.idx(self.bk))
-            self.dot_group(sg, q, qt, n, i0, rows, d, kt, j0)
-            self.online_softmax(sg, g_t, ms, ls, row_t, og, og_t, i0, rows, j0)
             keys = self.imin(self.idx(self.bk), self.isub(kend_last, j0))
+            self.dot_group(sg, q, qt, n, i0, rows, d, kt, j0, keys)
+            self.online_softmax(sg, g_t, ms, ls, row_t, og, og_t, i0, rows, j0)
             self.tile_update(og, og_t, c0, rows, v, vt_m, j0, keys, sg, n, dv, we, False, c0)
             self.close()  # key blocks
             self.finish_rows(o, ot, lse, ms, ls, row_t, og, og_t, n, i0, rows)
@@ -97,7 +97,9 @@ class _FlashKernels(AttentionEmitter):
         i = self.iadd(i0, "%r")
         s = [self.op(f"vector.load {sg}[%r, {self.idx(c * w)}] : {g_t}, {self.vt(w)}")
              for c in range(BK_VECTORS)]
-        s, _, _ = self.logits(s, i, j0, self.key_end(i))
+        kend = self.key_end(i)
+        visible = self.isub(kend, j0)
+        s, _, _ = self.logits(s, i, j0, kend)
         m = self.op(f"memref.load {ms}[%r] : {row_t}")
         m_new = self.arith("maximumf", m, self.reduce("maximumf", s, w))
         dead = self.op(f"arith.cmpf oeq, {m_new}, {self.fc(-math.inf)} : {el}")
@@ -106,7 +108,8 @@ class _FlashKernels(AttentionEmitter):
         bm = self.bcast(m_safe, w)
         ps = []
         for c, x in enumerate(s):
-            p = self.exp(self.arith("subf", x, bm, w), w)
+            (p,) = self.if_used(self.key_vector_used(c, visible),
+                                lambda x=x: [self.exp(self.arith("subf", x, bm, w), w)], 1)
             self.emit(f"vector.store {p}, {sg}[%r, {self.idx(c * w)}] : {g_t}, {self.vt(w)}")
             ps.append(p)
         l_old = self.op(f"memref.load {ls}[%r] : {row_t}")
@@ -176,8 +179,12 @@ class _FlashKernels(AttentionEmitter):
             start = j0 if self.kind == "causal" else c0
             self.open(f"scf.for %i0 = {start} to {self.idx(tq)} step {self.idx(GROUP_ROWS)}")
             rows = self.imin(self.idx(GROUP_ROWS), self.isub(self.idx(tq), "%i0"))
-            self.dot_group(pb, q, qt, n, "%i0", rows, d, kt, j0)  # S, then P in place
-            self.dot_group(sb, do, ot, n, "%i0", rows, dv, vt, j0)  # dP, then dS in place
+            # keys of the block some row of the group sees (causal: up to the group's last row)
+            need = keys
+            if self.kind == "causal":
+                need = self.imin(keys, self.isub(self.iadd("%i0", rows), j0))
+            self.dot_group(pb, q, qt, n, "%i0", rows, d, kt, j0, need)  # S, then P in place
+            self.dot_group(sb, do, ot, n, "%i0", rows, dv, vt, j0, need)  # dP, then dS
             self.open(f"scf.for %r = {c0} to {rows} step {c1}")
             i = self.iadd("%i0", "%r")
             lse_i = self.op(f"memref.load {lse}[{n}, {i}] : {rt}")
@@ -191,7 +198,9 @@ class _FlashKernels(AttentionEmitter):
             s, valid, keep = self.logits(s, i, j0, kend)
             bl = self.bcast(lse_i, w)
             bdel = self.bcast(self.op(f"memref.load {delta}[{n}, {i}] : {rt}"), w)
-            for c in range(BK_VECTORS):
+            visible = self.isub(kend, j0)
+
+            def p_ds(c):
                 p = self.exp(self.arith("subf", s[c], bl, w), w)
                 p = self.op(f"arith.select {valid[c]}, {p}, {self.fc(0.0, w)} : "
                             f"vector<{w}xi1>, {self.vt(w)}")
@@ -200,6 +209,10 @@ class _FlashKernels(AttentionEmitter):
                 if keep[c] is not None:  # a filled logit does not depend on q or k
                     ds = self.op(f"arith.select {keep[c]}, {ds}, {self.fc(0.0, w)} : "
                                  f"vector<{w}xi1>, {self.vt(w)}")
+                return [p, ds]
+
+            for c in range(BK_VECTORS):
+                p, ds = self.if_used(self.key_vector_used(c, visible), lambda c=c: p_ds(c), 2)
                 off = self.idx(c * w)
                 self.emit(f"vector.store {p}, {pb}[%r, {off}] : {g_t}, {self.vt(w)}")
                 self.emit(f"vector.store {ds}, {sb}[%r, {off}] : {g_t}, {self.vt(w)}")
@@ -212,9 +225,9 @@ class _FlashKernels(AttentionEmitter):
                               f"{self.vt(w)}")
             self.close()  # scf.if live
             self.close()  # rows of the group
-            self.tile_update(dv_, vt_m, j0, keys, do, ot, "%i0", rows, pb, n, dv, self.we, True)
-            self.tile_update(dk, kt_m, j0, keys, q, qt, "%i0", rows, sb, n, d, wd, True)
-            self.tile_update(dq, qt, "%i0", rows, k, kt_m, j0, keys, sb, n, d, wd, False)
+            self.tile_update(dv_, vt_m, j0, need, do, ot, "%i0", rows, pb, n, dv, self.we, True)
+            self.tile_update(dk, kt_m, j0, need, q, qt, "%i0", rows, sb, n, d, wd, True)
+            self.tile_update(dq, qt, "%i0", rows, k, kt_m, j0, need, sb, n, d, wd, False)
             self.close()  # groups
             self.close()  # key blocks
             self.close()  # items

@@ -197,10 +197,13 @@ class AttentionEmitter:
             self.close()
 
     def dot_group(self, dst: str, src: str, src_t: str, n: str, i0: str, rows: str,
-                  width: int, t_buf: str, j0: str) -> None:
+                  width: int, t_buf: str, j0: str, need: str) -> None:
         """dst[r, :] = src[n, i0 + r, :] · T[:, j0:j0 + BK] for r < rows (T: width x tkp, the
         transposed K or V): a small GEMM, TILE_ROWS rows x 2 vectors of keys in registers over
-        the loop on the head dim."""
+        the loop on the head dim. Only the pairs of key vectors holding one of the first `need`
+        (>= 1) keys of the block are computed: the others are hidden from every row of the
+        group (past the causal diagonal or the last key), and dst keeps whatever it held there.
+        """
         w = self.w
         vt = self.vt(w)
         g_t = self.memref(GROUP_ROWS, self.bk)
@@ -210,6 +213,9 @@ class AttentionEmitter:
             ts = [self.iadd(f"%{tag}", self.idx(x)) if x else f"%{tag}" for x in range(tr)]
             srows = [self.iadd(i0, t) for t in ts]
             for x in range(BK_VECTORS // 2):
+                if x:  # pair 0 always holds a needed key
+                    used = self.op(f"arith.cmpi slt, {self.idx(2 * x * w)}, {need} : index")
+                    self.open(f"scf.if {used}")
                 offs = [self.idx((2 * x + c) * w) for c in range(2)]
                 cols = [self.iadd(j0, off) for off in offs]
                 n_acc = 2 * tr
@@ -232,6 +238,8 @@ class AttentionEmitter:
                     for c in range(2):
                         self.emit(f"vector.store {res}#{2 * r + c}, {dst}[{ts[r]}, {offs[c]}] : "
                                   f"{g_t}, {vt}")
+                if x:
+                    self.close()  # scf.if used
             self.close()
 
     def logits(self, s: list, i: str, j0: str, kend: str) -> tuple:
@@ -263,6 +271,32 @@ class AttentionEmitter:
             valid.append(vm)
             keep.append(km)
         return out, valid, keep
+
+    def key_vector_used(self, c: int, visible: str) -> str | None:
+        """An i1 value: vector c of the key block holds one of the `visible` keys a row sees
+        from the block's start on; None where that always holds (vector 0: every row sees a
+        key of each block it visits; without a causal mask or a tail block, all of them)."""
+        if c == 0 or (self.kind != "causal" and self.tk % self.bk == 0):
+            return None
+        return self.op(f"arith.cmpi slt, {self.idx(c * self.w)}, {visible} : index")
+
+    def if_used(self, used: str | None, compute, n_results: int) -> list:
+        """compute() -> n_results vectors of W lanes, run only where `used` holds (zeros
+        otherwise, which is what a vector of hidden keys gives: e^-inf = 0)."""
+        if used is None:
+            return compute()
+        vt = self.vt(self.w)
+        res = self.b.fresh()
+        self.open(f"{res}:{n_results} = scf.if {used} -> ({', '.join([vt] * n_results)})")
+        vals = compute()
+        self.emit(f"scf.yield {', '.join(vals)} : {', '.join([vt] * n_results)}")
+        self.close("} else {")
+        self.b.indent += 2
+        zero = self.fc(0.0, self.w)
+        self.emit(f"scf.yield {', '.join([zero] * n_results)} : "
+                  f"{', '.join([vt] * n_results)}")
+        self.close()
+        return [f"{res}#{j}" for j in range(n_results)]
 
     def zero_i8(self) -> str:
         name = f"%zi8_v{self.w}"

@@ -5,10 +5,11 @@
 Runs from the carried kernel cache (no MLIR there). Sections, each independent (one failing
 never stops the next): device properties; every program of bench/gpu_cases.py CHECKS against
 Nova's NumPy reference interpreter (three calls each, the third a CUDA-graph replay); matmul
-TFLOP/s (TF32 and bf16) against torch/cuBLAS; fused memory-bound ops in GB/s of compulsory
-traffic against a measured device-to-device copy and torch eager; per-kernel times of an MLP
-training step. Prints a short table last and writes everything to $OUT/device_check.json when
-OUT is set.
+TFLOP/s (TF32 and bf16) against torch/cuBLAS; causal attention forward + backward (flash
+kernels) against torch's scaled_dot_product_attention; fused memory-bound ops in GB/s of
+compulsory traffic against a measured device-to-device copy and torch eager; per-kernel times
+of an MLP training step. Prints a short table last and writes everything to
+$OUT/device_check.json when OUT is set.
 """
 
 from __future__ import annotations
@@ -194,6 +195,61 @@ def _matmul():
                f"{r['ratio']:.2f}x, err {err:.1e}")
         ROWS.append(("matmul", case.name, fig, "ok" if r["ok"] else "FAIL"))
         print(f"[matmul] {case.name}: {r}", flush=True)
+    return out
+
+
+def nova_leaves(tree) -> list:
+    import nova
+
+    return [np.asarray(x) for x in nova.tree_util.tree_leaves(tree)]
+
+
+def _torch_attention_grad(q, k, v):
+    """(loss, dq, dk, dv) of sum(sdpa(q, k, v, causal)²) by torch (its fused SDPA kernels)."""
+    import torch
+    import torch.nn.functional as tf
+
+    o = tf.scaled_dot_product_attention(q, k, v, is_causal=True)
+    loss = (o * o).sum()
+    return (loss, *torch.autograd.grad(loss, (q, k, v)))
+
+
+@section("attention")
+def _attention():
+    """Causal attention forward + backward (Nova's flash kernels) against torch's
+    scaled_dot_product_attention + autograd: ms per value-and-grad, errors against torch in
+    float64."""
+    from bench.gpu_cases import ATTENTION, compile_case, precision, random_args
+
+    out = {}
+    if not ATTENTION:
+        return out
+    import torch
+
+    for case in ATTENTION:
+        try:
+            compiled = compile_case(case, target())
+            args = random_args(case)
+            with precision(case):
+                got = nova_leaves(compiled(*args))
+            t64 = [torch.from_numpy(np.asarray(a, np.float64)).cuda().requires_grad_()
+                   for a in args]
+            want = [x.detach().cpu().numpy() for x in _torch_attention_grad(*t64)]
+            err = max(rel_err(g, w) for g, w in zip(got, want, strict=True))
+            exe = compiled._exe
+            kernels = [l.info.get("kind") for l in exe.launches if l.ptx is not None]
+            ms = nova_ms(exe, 10)
+            t32 = [x.detach().float().requires_grad_() for x in t64]
+            tms = torch_ms(lambda: _torch_attention_grad(*t32), 10)
+            r = {"nova_ms": ms, "torch_ms": tms, "vs_torch": tms / ms, "rel_err": err,
+                 "ok": err <= case.tol and kernels.count("attention") == 2, "kernels": kernels}
+        except Exception as ex:  # noqa: BLE001 - the next shape must still run
+            r = {"ok": False, "error": f"{type(ex).__name__}: {ex}"}
+        out[case.name] = r
+        fig = (f"{r['nova_ms']:.2f} ms vs torch {r['torch_ms']:.2f} ms = {r['vs_torch']:.2f}x, "
+               f"err {r['rel_err']:.1e}" if "nova_ms" in r else r["error"][:70])
+        ROWS.append(("attention", case.name, fig, "ok" if r["ok"] else "FAIL"))
+        print(f"[attention] {case.name}: {r}", flush=True)
     return out
 
 

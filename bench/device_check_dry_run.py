@@ -40,7 +40,7 @@ def main() -> None:
         return ptx
 
     backend_cuda.compile_to_ptx = recording
-    cases.MATMULS, cases.MEMBOUND = [], []  # too large for the simulator
+    cases.MATMULS, cases.MEMBOUND, cases.ATTENTION = [], [], []  # too large for the simulator
     # The GPT-2 step's 80 kernels too (the CHECKS list is shared: filter it in place).
     cases.CHECKS[:] = [c for c in cases.CHECKS if not c.name.startswith("gpt2")]
     runpy.run_path(os.path.join(ROOT, "bench", "device_check.py"), run_name="__main__")

@@ -58,6 +58,36 @@ def _attention_loss(q, k, v):
     return jnp.sum(F.scaled_dot_product_attention(q, k, v, causal=True) ** 2)
 
 
+def _masks(t: int) -> tuple:
+    """A bool (t, t) mask with a fully masked row and an additive one with -inf entries (fixed
+    seed: the cache keys hold the constants)."""
+    rng = np.random.default_rng(7)
+    keep = rng.random((t, t)) > 0.3
+    keep[1] = False
+    bias = rng.standard_normal((t, t)).astype(np.float32)
+    bias[4, :5] = -np.inf
+    return keep, bias
+
+
+_KEEP, _BIAS = _masks(50)
+
+
+def _attention_loss_select(q, k, v):
+    return jnp.sum(F.scaled_dot_product_attention(q, k, v, mask=_KEEP) ** 2)
+
+
+def _attention_loss_add(q, k, v):
+    return jnp.sum(F.scaled_dot_product_attention(q, k, v, mask=_BIAS) ** 2)
+
+
+def _attention_loss_none(q, k, v):
+    return jnp.sum(F.scaled_dot_product_attention(q, k, v) ** 2)
+
+
+def attention_grad(loss):
+    return nova.value_and_grad(loss, argnums=(0, 1, 2))
+
+
 def _gpt2_tiny_case() -> Case:
     """One SGD training step of nova.nn's tiny GPT-2 (2 layers, 4 heads, 128 channels, 64
     positions, vocabulary 256, batch 8): loss, gradients and the updated parameters. The
@@ -85,9 +115,16 @@ def _gpt2_tiny_case() -> Case:
 # Correctness: every kind of GPU kernel the backend generates, at small and edge shapes.
 CHECKS = [
     _gpt2_tiny_case(),
-    # Causal attention forward + backward: on CUDA (no flash kernels yet) matmuls + softmax.
-    Case("causal_attention_value_and_grad", nova.value_and_grad(_attention_loss, argnums=(0, 1, 2)),
+    # Attention forward + backward: the flash kernels (codegen/cuda/attention.py), every mask
+    # kind; T = 50 and 100 leave tails in the query and key tiles, D = 64 a head dim of GPT-2.
+    Case("causal_attention_value_and_grad", attention_grad(_attention_loss),
          (S((2, 4, 64, 32), f32),) * 3, tol=1e-4),
+    Case("attention_select_value_and_grad", attention_grad(_attention_loss_select),
+         (S((2, 50, 16), f32),) * 3, tol=1e-4),
+    Case("attention_add_value_and_grad", attention_grad(_attention_loss_add),
+         (S((2, 50, 16), f32),) * 3, tol=1e-4),
+    Case("attention_tails_value_and_grad", attention_grad(_attention_loss_none),
+         (S((2, 2, 100, 64), f32),) * 3, tol=1e-4),
     Case("elementwise_gelu_bias", lambda x, b: F.gelu(x + b, approximate=True),
          (S((64, 256), f32), S((256,), f32))),
     Case("elementwise_odd_shape", lambda x: jnp.exp(x) * 2.0 - x, (S((7, 13), f32),)),
@@ -153,8 +190,21 @@ MEMBOUND = [
 ]
 
 
+# Timing: causal attention forward + backward (value_and_grad of sum(o²) over q, k, v) against
+# torch's scaled_dot_product_attention + autograd; (batch, heads, T, D).
+ATTENTION_SHAPES = ((4, 12, 1024, 64), (2, 16, 2048, 128))
+
+
+def attention_case(b: int, h: int, t: int, d: int) -> Case:
+    return Case(f"attention_causal_b{b}h{h}t{t}d{d}", attention_grad(_attention_loss),
+                (S((b, h, t, d), f32),) * 3, tol=1e-4)
+
+
+ATTENTION = [attention_case(*shape) for shape in ATTENTION_SHAPES]
+
+
 def all_cases() -> list:
-    return CHECKS + MATMULS + MEMBOUND
+    return CHECKS + MATMULS + MEMBOUND + ATTENTION
 
 
 @contextlib.contextmanager

@@ -97,11 +97,13 @@ def _check(got, want, tol):
 
 
 # (mask kind, q shape (..., T, D), Dv): T not a multiple of any tile (tails), D in {16, 64},
-# several query and key tiles (T = 70), batch dims, a head dim that is no vector width (D = 6).
+# several query and key tiles (T = 70), batch dims, a head dim that is no vector width (D = 6),
+# Dv != D, head dims that need smaller tiles.
 SIM_CASES = [(kind, shape, dv) for kind in ("none", "causal", "select", "add")
              for shape, dv in (((2, 37, 16), 16), ((1, 70, 64), 64))] + [
     ("select", (2, 1, 21, 6), 10),
     ("causal", (3, 33, 16), 24),
+    ("add", (1, 19, 320), 320),  # the smallest tiles: 16 x 8 forward, 8 x 8 backward
 ]
 
 

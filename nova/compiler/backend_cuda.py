@@ -10,9 +10,13 @@ Kernels: loop kernels (elementwise, row reductions) and contractions (TF32 tenso
 matmul precision is "tf32", SIMT otherwise); an epilogue the GEMM cannot evaluate becomes its own
 loop kernel, and a dot_general that is no GEMM over its operands' memory runs as a loop kernel
 reducing the contracting axes (both generated GPU code, as on the CPU backend). Scatters run as a
-fill and an update launch (atomics); scans one thread per scanned line; sorts by rank. Constants
-too large to inline are uploaded once. Attention and other host primitives have no GPU kernel
-yet: compiling them raises NotImplementedError naming the kernel kind.
+fill and an update launch (atomics); scans one thread per scanned line; sorts by rank. Fused
+attention (flash_attention_fwd / _bwd) runs as FlashAttention-2 kernels (codegen/cuda/attention.py;
+the backward as a zero fill of dq and one launch adding into it with atomics); the attention
+pass fuses only the attentions those kernels support (`attention.supports`: float32/float64,
+head dims whose tiles fit shared memory), the others stay matmuls + softmax. Constants too
+large to inline are uploaded once. Host primitives have no GPU kernel yet: compiling them
+raises NotImplementedError naming the kernel kind.
 """
 
 from __future__ import annotations

@@ -30,24 +30,26 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "nova-cuda-cache"))
 
 
-def _mask(kind, t, dtype, rng):
-    """A (t, t) mask operand with one fully masked row (and, for "add", a partly -inf row)."""
+def _mask(kind, tq, tk, dtype, rng):
+    """A (tq, tk) mask operand with one fully masked row (and, for "add", a partly -inf row)."""
     if kind == "select":
-        m = rng.random((t, t)) > 0.4
+        m = rng.random((tq, tk)) > 0.4
         m[3] = False
         return m
     if kind == "add":
-        m = rng.standard_normal((t, t)).astype(dtype)
+        m = rng.standard_normal((tq, tk)).astype(dtype)
         m[2] = -np.inf
         m[5, :3] = -np.inf
         return m
     return None
 
 
-def _fwd_bwd(kind, shape_q, dv, dtype, fill, seed):
+def _fwd_bwd(kind, shape_q, dv, dtype, fill, seed, tk=None):
     """(function, specs): o, lse of flash_attention_fwd, then dq, dk, dv of flash_attention_bwd for
-    a random cotangent dO (delta = rowsum(dO o))."""
-    mask = _mask(kind, shape_q[-2], dtype, np.random.default_rng(seed))
+    a random cotangent dO (delta = rowsum(dO o)); tk keys (default: as many as queries)."""
+    tq = shape_q[-2]
+    tk = tk or tq
+    mask = _mask(kind, tq, tk, dtype, np.random.default_rng(seed))
 
     def f(q, k, v, do):
         m = () if mask is None else (jnp.asarray(mask),)
@@ -57,8 +59,9 @@ def _fwd_bwd(kind, shape_q, dv, dtype, fill, seed):
                                            mask_kind=kind, fill=fill)
         return (o, lse, *grads)
 
-    v_shape = shape_q[:-1] + (dv,)
-    return f, [S(shape_q, dtype), S(shape_q, dtype), S(v_shape, dtype), S(v_shape, dtype)]
+    k_shape = shape_q[:-2] + (tk, shape_q[-1])
+    v_shape, o_shape = k_shape[:-1] + (dv,), shape_q[:-1] + (dv,)
+    return f, [S(shape_q, dtype), S(k_shape, dtype), S(v_shape, dtype), S(o_shape, dtype)]
 
 
 def _simulate(prog, args):
@@ -119,6 +122,17 @@ def test_simulated_flash_attention_matches_reference(kind, shape, dv):
     args = [rng.standard_normal(s.shape).astype(s.dtype) for s in specs]
     got, kinds = _simulate(prog, args)
     assert kinds.count("attention") == 2
+    _check(got, run_program(prog, args), 2e-6)
+
+
+@pytest.mark.parametrize("kind", ["none", "select", "add"])
+def test_simulated_cross_attention_lengths(kind):
+    """Tq != Tk (13 queries, 37 keys: one query tile, two key tiles with a tail)."""
+    fn, specs = _fwd_bwd(kind, (2, 13, 16), 8, f32, -1.0, seed=5, tk=37)
+    prog = run_passes(nova.make_program(fn)(*specs))
+    rng = np.random.default_rng(6)
+    args = [rng.standard_normal(s.shape).astype(s.dtype) for s in specs]
+    got, _ = _simulate(prog, args)
     _check(got, run_program(prog, args), 2e-6)
 
 

@@ -705,3 +705,46 @@ def test_matmuls_of_different_shapes_share_one_generic_kernel():
     assert {s: a.tolist() for s, a in again.constants.items()} == \
         {s: a.tolist() for s, a in exe.constants.items()}
     assert_close(again([x, w1, w2, y])[1], y @ w2, rtol=1e-4, atol=1e-4)
+
+
+def _softmax_grad(w):
+    def f(x):
+        e = jnp.exp(x - jnp.max(x, -1, keepdims=True))
+        return jnp.sum(e / jnp.sum(e, -1, keepdims=True) * w)
+
+    return nova.grad(f)
+
+
+@pytest.mark.parametrize("shape,dtype,expansions", [
+    ((64, 256), np.float32, 1),        # one thread
+    ((4, 96, 768), np.float32, 1),     # two kept axes, two threads (>= 64K elements)
+    ((48, 40), np.float64, 1),
+    ((3, 20000), np.float32, 4),       # rows over ROW_CACHE_MAX_ELEMENTS: evaluated per pass
+])
+def test_softmax_backward_keeps_its_exponentials_in_a_row_buffer(shape, dtype, expansions):
+    """Softmax's backward reads e = exp(x - max) in three passes (the sum, the dot with the
+    cotangent, the output): the first keeps e in a per-thread row buffer and the later ones load
+    it, so exp is expanded once in the kernel text (4 times without the buffer)."""
+    import re
+
+    from nova.compiler.codegen.cpu.loops import emit_loop_kernel
+
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    w = rng.standard_normal(shape).astype(dtype)
+    p = run_passes(nova.make_program(_softmax_grad(w))(x))
+    loops = [k for k in fuse(p).kernels if k.kind == "loop"]
+    assert len(loops) == 1
+    text = emit_loop_kernel(loops[0].name, loops[0])
+    el = "f32" if dtype == np.float32 else "f64"
+    found = len(re.findall(rf"arith\.bitcast \S+ : (?:vector<\d+x)?{el}>? to", text))
+    if dtype == np.float64:  # float64 exp stays math.exp (libm): count those instead
+        found = text.count("math.exp ")
+    assert found == expansions, found
+    got = compile_program(p)([x])[0]
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    e = np.exp(xd - xd.max(-1, keepdims=True))
+    s = e / e.sum(-1, keepdims=True)
+    want = s * (wd - (s * wd).sum(-1, keepdims=True))
+    rtol = 1e-12 if dtype == np.float64 else 2e-6
+    assert_close(got, want, rtol=rtol, atol=rtol * np.abs(want).max())

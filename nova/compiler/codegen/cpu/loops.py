@@ -47,6 +47,9 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
     vector of W consecutive elements along the last axis when `vec_iv` runs there)."""
 
     fast_extremes = True  # float max/min reductions with NaN flags (row_reduction.py)
+    # Costly values kept in row buffers (set per kernel in __init__; emitters that reuse
+    # value() without it, such as matmul epilogues, keep none).
+    row_cache_ready: frozenset | set = frozenset()
 
     def __init__(self, name: str, kernel: Kernel, width: int, threads: int = 1,
                  nontemporal: bool = False):
@@ -72,6 +75,44 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         self.col = False  # column reduction: vectors along the kept last axis (see emit)
         self.b.vec_info = lambda: (self.vec_iv, self.W, self.vec_aligned)
         self.phase_count = 0
+        self.row_cache: dict = {}  # see RowReductionMixin._choose_row_cache
+        self.row_cache_ready: set[int] = set()
+        self.row_cache_bufs: dict[int, tuple[str, str]] = {}
+
+    @staticmethod
+    def costly(name: str) -> bool:
+        """Whether a primitive's expansion is worth storing once per row instead of evaluating
+        it again in a later pass (EXPANSION_OPS: polynomial approximations)."""
+        return EXPANSION_OPS.get(name, 1) >= 16
+
+    # --- a row buffer for costly values that several passes read -------------------------------
+    def _row_cache_alloc(self) -> None:
+        """One buffer of S[-1] elements per cached value, allocated once per thread (before the
+        row loop) and freed by _row_cache_free."""
+        for key, (v, _) in self.row_cache.items():
+            mt = f"memref<{self.S[-1]}x{mem_elem(v.type.dtype)}>"
+            buf = self.b.op(f"memref.alloc() {{alignment = 64 : i64}} : {mt}", "index", 0)
+            self.row_cache_bufs[key] = (buf.name, mt)
+
+    def _row_cache_free(self) -> None:
+        for name, mt in self.row_cache_bufs.values():
+            self.b.emit(f"memref.dealloc {name} : {mt}")
+
+    def _row_cache_store(self, v, val: Value, idx) -> None:
+        name, mt = self.row_cache_bufs[id(v)]
+        if val.width:
+            self.b.emit(f"vector.store {val.name}, {name}[{idx[-1].name}] : {mt}, "
+                        f"vector<{val.width}x{mem_elem(v.type.dtype)}>")
+        else:
+            self.b.emit(f"memref.store {val.name}, {name}[{idx[-1].name}] : {mt}")
+
+    def _row_cache_load(self, v, idx) -> Value:
+        name, mt = self.row_cache_bufs[id(v)]
+        el = mem_elem(v.type.dtype)
+        if self.W and self._depends_on_vec(idx[-1]):
+            return self.b.op(f"vector.load {name}[{idx[-1].name}] : {mt}, vector<{self.W}x{el}>",
+                             v.type.dtype, self.W)
+        return self.b.op(f"memref.load {name}[{idx[-1].name}] : {mt}", v.type.dtype, 0)
 
     # --- expression at an index -------------------------------------------------------------
     def _key(self, v, idx):
@@ -129,6 +170,8 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             return self.bound[id(v)]
         if id(v) in self.arg:
             return self._load(v, idx)
+        if id(v) in self.row_cache_ready:
+            return self._row_cache_load(v, idx)
         if id(v) in self.row_vals:
             aligned = len(idx) == len(self.kept_names) and all(
                 x.name == n or (size == 1 and self.b.ivals.get(x.name) == 0)
@@ -267,15 +310,20 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         if self.stash is not None:
             # The stash goes through the output and is read back: its lines must stay cached.
             self.nontemporal = False
+        self.row_cache = self._choose_row_cache(levels, ROW_CACHE_MAX_ELEMENTS)
         self._hoist_scalars()
         self.k.schedule["row_major_partials"] = self._column_partials_ok(levels, threads)
         if self.k.schedule["row_major_partials"]:
             self._emit_column_partials(levels[0], threads)
             return "\n".join(self.globals + [self._signature()] + b.lines + ["    return", "  }"])
+        if threads == 1:
+            self._row_cache_alloc()
         for n, i in enumerate(kept):
             step = self.W if (i == vec_axis and self.W) else 1
             if n == 0 and threads > 1:
-                self._parallel_for(f"i{i}", S[i], step, threads)
+                lo, hi = self._thread_span(S[i], step, threads)
+                self._row_cache_alloc()  # per thread
+                self._for_range(f"i{i}", lo, hi, step)
             else:
                 self._for(f"i{i}", S[i], step)
             ivs[i] = Value(f"%i{i}", "index")
@@ -314,7 +362,10 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         for n, _ in enumerate(kept):
             self._end()
             if n == len(kept) - 1 and threads > 1:
+                self._row_cache_free()
                 self._close_parallel()
+        if threads == 1:
+            self._row_cache_free()
         return "\n".join(self.globals + [self._signature()] + b.lines + ["    return", "  }"])
 
     # --- column reductions as row-major passes with per-thread partial sums ----------------------
@@ -527,6 +578,10 @@ MIN_THREADED_ELEMENTS = 1 << 16
 # writes is at least this aligned (the arena at 64, fresh outputs by malloc at 16, a donated
 # input that is not is replaced by a fresh buffer: nova/runtime/executable.py).
 NT_ALIGN = 16
+
+# Rows up to this many elements keep their costly values in a per-thread row buffer when several
+# passes read them (RowReductionMixin._choose_row_cache): 64 KiB of float32, within L2.
+ROW_CACHE_MAX_ELEMENTS = 16384
 
 
 #

@@ -6,7 +6,10 @@ the last axis, reduced horizontally at the end; in a column reduction, which kee
 one lane per column and no horizontal step), whose results become per-row values. argmax and
 argmin carry (value, position) pairs with NumPy's tie and NaN rules. When the single full-shape
 output is computed from values the last level reduces (softmax: e / sum(e)), those values are
-stored in the output during the phase and reloaded in the final pass (`_choose_stash`).
+stored in the output during the phase and reloaded in the final pass (`_choose_stash`). Costly
+values (exp, tanh, log, ...) that several passes over a row read (softmax's backward: the sum, the
+dot with the cotangent and the output all read e = exp(x - max)) are kept by the first of them in
+a per-thread row buffer and loaded by the others (`_choose_row_cache`).
 """
 
 from __future__ import annotations
@@ -81,6 +84,43 @@ class RowReductionMixin:
                 return (v, name, out.type)
         return None
 
+    def _choose_row_cache(self, levels, limit: int) -> dict:
+        """{id(v): (v, first pass)} for the costly elementwise values (exp, tanh, log, ...:
+        `costly(name)`) that two or more passes over a row evaluate: the reduction phases and the
+        final pass storing full-shape outputs. The first pass stores such a value in a row
+        buffer and the later ones load it (softmax's backward evaluated exp four times per
+        element). Only for row reductions over the last axis, vectorized, float32/float64
+        values, rows of at most `limit` elements; a value the stash already keeps is left out."""
+        S, A = self.S, self.A
+        if not A or self.col or tuple(A) != (len(S) - 1,) or not self.W or S[-1] > limit:
+            return {}
+        stash = getattr(self, "stash", None)
+        passes = [[r.inputs[0] for r in level] for level in levels]
+        passes.append([v for _, v in self.out_args if v.type.shape == S])
+        uses: dict[int, tuple] = {}
+        for p, roots in enumerate(passes):
+            seen: set[int] = set()
+            stack = list(roots)
+            while stack:
+                v = stack.pop()
+                if id(v) in seen or id(v) in self.arg or v.type.shape != S:
+                    continue
+                seen.add(id(v))
+                if stash is not None and p == len(passes) - 1 and v is stash[0]:
+                    continue  # the final pass reloads it from the output
+                e = self.prod.get(id(v))
+                if e is None or type(e.prim.kernel).__name__ != "Elementwise":
+                    continue
+                if self.costly(e.prim.name) and len(e.outputs) == 1 and \
+                        v.type.dtype in (dtypes.float32, dtypes.float64):
+                    uses.setdefault(id(v), (v, []))[1].append(p)
+                stack.extend(e.inputs)
+        return {k: (v, ps[0]) for k, (v, ps) in uses.items() if len(ps) > 1}
+
+    @staticmethod
+    def costly(name: str) -> bool:
+        return False
+
     def _reaches(self, root, target) -> bool:
         """Whether `root`'s expression reads `target` elementwise (same index) without passing
         through a reduction or a movement (which would read it at other indices)."""
@@ -154,6 +194,10 @@ class RowReductionMixin:
                 x = self.b.splat(x, lanes)
             new += self._red_combine(r, accs[pos:pos + n], x, ivs, vec)
             pos += n
+        for key, (v, first) in getattr(self, "row_cache", {}).items():
+            if first == self.phase_count - 1:  # this pass evaluates it first: keep it
+                self._row_cache_store(v, self.value(v, idx), idx)
+                self.row_cache_ready.add(key)
         for depth in reversed(range(len(A))):
             res = loop_results[depth]
             self._end(new)

@@ -50,13 +50,16 @@ from nova.core.primitive import lookup
 
 
 def supports(dtype, d: int, dv: int) -> bool:
-    """Whether the GPU kernels handle q/k of head dim d and v of head dim dv in `dtype` (the
-    attention recognition pass leaves other attentions as matmuls + softmax on CUDA targets)."""
+    """Whether the GPU kernels handle q/k of head dim d and v of head dim dv in `dtype`
+    (float32 or float64, tiles within 48 KiB of shared memory: d = dv <= 320 in float32, 160 in
+    float64). The attention recognition pass leaves other attentions as matmuls + softmax on
+    CUDA targets."""
     return unsupported(dtype, d, dv) is None
 
 
 class _Flash(FlashText):
-    """One fused attention equation's kernel; after `emit()`: text, grid, block, shared_bytes."""
+    """One fused attention equation's kernel: `forward()` or `backward()` returns the gpu.func
+    text and sets grid, block, shared_bytes and tiles."""
 
     def __init__(self, name: str, kernel: Kernel):
         (self.e,) = [q for q in kernel.program.eqns if q.prim.name.startswith("flash_attention")]

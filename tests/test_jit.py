@@ -197,6 +197,36 @@ def test_donation_never_writes_a_numpy_argument_or_memory_the_caller_can_see():
     np.testing.assert_array_equal(buffer, 3.0)
 
 
+def test_eager_results_are_novas_own_buffers_for_donation():
+    """An eager op's result (an optimizer's zeros_like state, x * 2) is a fresh buffer: donated
+    to a jitted call it is taken in place, not copied first; a result that shares memory with
+    its argument or with another result stays the caller's (copied before it is written)."""
+    w = np.ones((24, 16), np.float32)
+    f = nova.jit(lambda x, w: (x * 2.0 + 1.0) @ w, donate_argnums=0)
+    want = np.full((40, 16), 72.0, np.float32)
+
+    for make in (lambda: jnp.ones((40, 24)), lambda: jnp.zeros_like(jnp.ones((40, 24))) + 1.0,
+                 lambda: jnp.asarray(np.ones((40, 24), np.float32)) * 1.0):
+        a = make()
+        assert a._owned
+        buffer = a._value
+        np.testing.assert_array_equal(np.asarray(f(a, w)), want)
+        assert a.is_deleted()
+        np.testing.assert_array_equal(buffer, 3.0)  # written in place: no copy was made
+
+    src = np.ones((40, 24), np.float32)
+    s = jnp.asarray(src)
+    r = nova.numpy.reshape(s, (40, 24))  # may return s itself or a view of it
+    if np.shares_memory(np.asarray(r._value), src):
+        assert not r._owned
+    f(r, w)
+    np.testing.assert_array_equal(src, 1.0)  # the caller's NumPy memory is never written
+
+    opt = nova.optim.adam(1e-3)
+    state = opt.init({"w": jnp.ones((8, 8))})
+    assert all(x._owned for x in nova.tree_util.tree_leaves(state) if x.ndim > 0)
+
+
 def test_array_copies_by_default():
     src = np.arange(6, dtype=np.float32)
     assert not np.shares_memory(np.asarray(jnp.array(src)), src)

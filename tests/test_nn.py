@@ -382,6 +382,21 @@ def test_load_state_dict_errors(gpt):
         gpt.load_state_dict({**sd, "wpe.weight": sd["wpe.weight"].astype(np.float64)})
 
 
+def test_load_state_dict_copies_numpy_values(gpt):
+    """NumPy values are copied into the module (as jax.device_put and torch's load_state_dict
+    do): writing the source afterwards leaves the module unchanged, and a jitted step that
+    donates the parameters takes their buffers without copying them first."""
+    sd = {k: np.array(v) for k, v in gpt.state_dict().items()}
+    restored = gpt.load_state_dict(sd)
+    before = np.array(restored.ln_f.weight)
+    sd["ln_f.weight"][:] = 123.0
+    np.testing.assert_array_equal(np.asarray(restored.ln_f.weight), before)
+    leaves = nova.tree_util.tree_leaves(gpt.load_state_dict(sd))
+    assert all(leaf._owned for leaf in leaves)
+    w = restored.ln_f.weight
+    assert gpt.load_state_dict({**sd, "ln_f.weight": w}).ln_f.weight is w  # Arrays as they are
+
+
 def test_freezing_by_partition(gpt):
     params, frozen = nn.partition(gpt, ["wte.*", "h.0.*"])
     assert params.wte.weight is None and frozen.wte.weight is not None

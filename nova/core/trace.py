@@ -285,11 +285,25 @@ def bind(prim: Primitive, *args, **params):
         out_types = _check_shape_rule(
             prim, [TensorType(v.shape, v.dtype) for v in vals], params, source
         )
-        outs = [Array(o) for o in evaluate(prim, vals, params, out_types)]
+        raw = evaluate(prim, vals, params, out_types)
+        outs = [Array(o, owned=_fresh(o, vals, raw)) for o in raw]
     else:
         ins = [trace.lift(a) for a in args]
         outs = trace.add_eqn(prim, ins, params, source)
     return outs if prim.multiple_results else outs[0]
+
+
+def _fresh(o: np.ndarray, ins: list, outs: list) -> bool:
+    """Whether an eager result is a buffer of its own (`Array.owned`: a jitted call it is donated
+    to may then write into it without copying it first): writeable, and sharing memory with no
+    argument and no other result. The compiled eager executables hand back fresh buffers; a
+    reference implementation may return a view of its argument (a reshape), which stays the
+    argument's. Without this, every donated parameter or optimizer state built by eager ops
+    (`jnp.zeros_like` in an optimizer's init) was copied on the first jitted call."""
+    if not o.flags.writeable:
+        return False
+    return not any(np.may_share_memory(o, v) for v in ins if isinstance(v, np.ndarray)) and \
+        not any(p is not o and np.may_share_memory(o, p) for p in outs)
 
 
 def _raise_escaped(t: Tracer):

@@ -127,9 +127,13 @@ class Module:
 
         Every parameter of this module must be present with the same shape and dtype, and no other
         key may be. Raises KeyError naming the missing or unexpected names; ValueError naming the
-        parameter and both shapes (or both dtypes) on a mismatch.
+        parameter and both shapes (or both dtypes) on a mismatch. NumPy (or other array-like)
+        values are copied, as `jax.device_put` and PyTorch's `load_state_dict` copy them: later
+        writes to them do not reach the module, and a jitted training step that donates the
+        parameters writes them in place without copying them first. nova Arrays are taken as
+        they are.
         """
-        from nova.numpy_impl.util import asarray
+        from nova.numpy_impl.creation import array
 
         own = self.named_parameters()
         missing = [k for k in own if k not in state_dict]
@@ -156,7 +160,7 @@ class Module:
                 )
         return self.map_parameters(
             lambda name, p: state_dict[name] if isinstance(state_dict[name], Array)
-            else asarray(np.asarray(state_dict[name])))
+            else array(np.asarray(state_dict[name])))
 
     def __repr__(self) -> str:
         parts = []

@@ -179,22 +179,61 @@ class AttentionEmitter:
 
     # --- common pieces ------------------------------------------------------------------------
     def transpose_into(self, dst: str, src: str, n: str, rows: int, cols: int) -> None:
-        """dst[c, j] = src[n, j, c] for j < rows, 0 for rows <= j < tkp (dst: cols x tkp)."""
+        """dst[c, j] = src[n, j, c] for j < rows, 0 for rows <= j < tkp (dst: cols x tkp).
+
+        Whole W x W blocks go through registers: W vector loads along c, the perfect-shuffle
+        transpose, W vector stores along j. Element by element, the stores (one per element,
+        each to another row of dst) took ~14 % of the forward kernel's cycles at T = 128, D = 64
+        (perf, bench/NOTES.md round 7). The edges that do not fill a block stay scalar."""
         c0, c1 = self.idx(0), self.idx(1)
+        w = self.w
         st = self.memref(self.n, rows, cols)
-        self.open(f"scf.for %tj = {c0} to {self.idx(rows)} step {c1}")
-        self.open(f"scf.for %tc = {c0} to {self.idx(cols)} step {c1}")
-        x = self.op(f"memref.load {src}[{n}, %tj, %tc] : {st}")
-        self.emit(f"memref.store {x}, {dst}[%tc, %tj] : {self.memref(cols, self.tkp)}")
-        self.close()
-        self.close()
+        dt = self.memref(cols, self.tkp)
+        jfull, cfull = rows // w * w, cols // w * w
+        if w > 1 and jfull and cfull:
+            vt = self.vt(w)
+            self.open(f"scf.for %tj = {c0} to {self.idx(jfull)} step {self.idx(w)}")
+            self.open(f"scf.for %tc = {c0} to {self.idx(cfull)} step {self.idx(w)}")
+            vecs = [self.op(f"vector.load {src}[{n}, {self.iadd('%tj', self.idx(r))}, %tc] : "
+                            f"{st}, {vt}") for r in range(w)]
+            for q, v in enumerate(self._transpose(vecs, w)):
+                self.emit(f"vector.store {v}, {dst}[{self.iadd('%tc', self.idx(q))}, %tj] : "
+                          f"{dt}, {vt}")
+            self.close()
+            self.close()
+        else:
+            jfull = cfull = 0
+        # The edges: columns past the last whole block (every row), rows past it (those columns)
+        for (j_lo, j_hi), (c_lo, c_hi) in (((0, rows), (cfull, cols)), ((jfull, rows), (0, cfull))):
+            if j_lo >= j_hi or c_lo >= c_hi:
+                continue
+            self.open(f"scf.for %tj = {self.idx(j_lo)} to {self.idx(j_hi)} step {c1}")
+            self.open(f"scf.for %tc = {self.idx(c_lo)} to {self.idx(c_hi)} step {c1}")
+            x = self.op(f"memref.load {src}[{n}, %tj, %tc] : {st}")
+            self.emit(f"memref.store {x}, {dst}[%tc, %tj] : {dt}")
+            self.close()
+            self.close()
         if self.tkp > rows:
             self.open(f"scf.for %tj = {self.idx(rows)} to {self.idx(self.tkp)} step {c1}")
             self.open(f"scf.for %tc = {c0} to {self.idx(cols)} step {c1}")
-            self.emit(f"memref.store {self.fc(0.0)}, {dst}[%tc, %tj] : "
-                      f"{self.memref(cols, self.tkp)}")
+            self.emit(f"memref.store {self.fc(0.0)}, {dst}[%tc, %tj] : {dt}")
             self.close()
             self.close()
+
+    def _transpose(self, vecs: list, w: int) -> list:
+        """The transpose of a w x w block held as w vectors (w a power of 2): log2(w) rounds of
+        interleaving lower / upper halves (`vector.shuffle`, unpack / permute instructions)."""
+        vt = self.vt(w)
+        lo = [q // 2 + (q % 2) * w for q in range(w)]
+        hi = [w // 2 + q // 2 + (q % 2) * w for q in range(w)]
+        for _ in range(w.bit_length() - 1):
+            new = []
+            for i in range(w // 2):
+                a, b = vecs[i], vecs[i + w // 2]
+                for mask in (lo, hi):
+                    new.append(self.op(f"vector.shuffle {a}, {b} {mask} : {vt}, {vt}"))
+            vecs = new
+        return vecs
 
     def dot_group(self, dst: str, src: str, src_t: str, n: str, i0: str, rows: str,
                   width: int, t_buf: str, j0: str, need: str) -> None:

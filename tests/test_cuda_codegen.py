@@ -4,6 +4,8 @@ needs no MLIR, unsupported kernels and a missing GPU raise clear errors. Runtime
 GPU are marked `gpu` and skip without one.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -162,6 +164,26 @@ def test_schedules_and_instructions(compiled):
     assert bmm["grid"] == [1, 1, 3]
 
 
+def test_shared_tiles_are_16_byte_aligned_for_vector_accesses(compiled):
+    """A kernel that reads or writes shared memory 8 or 16 bytes at a time (GEMM tiles staged
+    as float4; LLVM also merges a block reduction's per-warp slot reads into ld.shared.v4)
+    declares its shared buffers aligned to that: MLIR places workgroup buffers at their
+    element's alignment unless asked, and a misaligned vector access faults on the GPU."""
+    _, cases = compiled
+    vector_kernels = 0
+    for name in cases:
+        for rec in _records(cases[name]):
+            ptx = rec["ptx"]
+            widths = re.findall(r"(?:ld|st)\.shared\.v([24])\.[fbus]32", ptx)
+            if not widths:
+                continue
+            vector_kernels += 1
+            aligns = [int(a) for a in re.findall(r"\.shared \.align (\d+)", ptx)]
+            need = 4 * max(int(w) for w in widths)  # v4.f32: 16 bytes, v2: 8
+            assert aligns and min(aligns) >= need, (name, rec["entry"], aligns, need)
+    assert vector_kernels >= 6  # GEMMs and row reductions (else this checks nothing)
+
+
 def _simulate_program(fn, specs, precision, seed=0, sm_count=None):
     """(outputs of the fused program with every GPU kernel run by the SIMT simulator, outputs of
     the NumPy reference interpreter) for random inputs."""
@@ -316,6 +338,23 @@ def test_simulated_large_tiles(name, fn, specs):
     for g, w in zip(got, want, strict=True):
         scale = float(np.max(np.abs(w)))
         assert float(np.max(np.abs(np.asarray(g, np.float64) - w))) <= 1e-3 * scale, name
+
+
+def _many_column_sums(g, *xs):
+    """60 column sums that read a common input: sibling fusion merges them into one kernel (as
+    it merges every LayerNorm weight and bias gradient of a GPT-2 step)."""
+    return [jnp.sum(g * x, axis=0) for x in xs]
+
+
+def test_merged_column_reductions_share_their_shared_memory():
+    specs = [S((40, 96), f32)] * 61
+    (k,) = [k for k in _fused(_many_column_sums, specs).kernels if k.kind == "loop"]
+    (_, em), = backend_cuda.lower_kernel(k, "sm_90", "highest")
+    assert em.text.count("#gpu.address_space<workgroup>>") >= 60  # 60 reductions
+    assert em.shared_bytes == 8 * 32 * 4  # one GROUPS x LANES float32 buffer, taken in turn
+    got, want = _simulate_program(_many_column_sums, specs, "highest")
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name,fn,specs,precision", [

@@ -58,8 +58,11 @@ class BlockReduceMixin:
             el = "i8" if v.elem == "i1" else v.elem
             name = f"%wg{len(self.workgroup)}"
             mt = f"memref<{self.nwarps}x{el}, #gpu.address_space<workgroup>>"
-            self.workgroup.append(f"{name} : {mt}")
-            self.shared_bytes += self.nwarps * max(1, int(el[1:]) // 8)
+            # 16-byte aligned: LLVM reads the slots back as 16-byte vectors (ld.shared.v4),
+            # while MLIR would place the buffer at its element's alignment.
+            self.workgroup.append(f"{name} : {mt} {{llvm.align = 16 : i64}}")
+            self.shared_bytes = -(-self.shared_bytes // 16) * 16 + \
+                self.nwarps * max(1, int(el[1:]) // 8)
             smems.append((name, mt, el))
         first = b.cmp("eq", lane, b.const(0, "index"))
         self._open(f"scf.if {first.name} {{")

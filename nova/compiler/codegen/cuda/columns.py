@@ -115,20 +115,42 @@ class ColumnReductionMixin:
             (acc,) = self._group_reduce(part, combine)
             self.row_vals[id(r.outputs[0])] = acc
 
+    def _group_slots(self, vals: list) -> list:
+        """(name, memref type, element type) of a GROUPS x LANES shared buffer for each value.
+        The reductions of a kernel take turns with the same buffers (one per element type and
+        position): sibling fusion may merge dozens of column reductions into one kernel (every
+        LayerNorm weight and bias gradient of GPT-2 124M: 50), and a buffer each would pass the
+        48 KiB of shared memory a block may use."""
+        pool = getattr(self, "_column_slots", None)
+        if pool is None:
+            pool = self._column_slots = {}
+        used: dict[str, int] = {}
+        slots = []
+        for v in vals:
+            el = "i8" if v.elem == "i1" else v.elem
+            mt = f"memref<{GROUPS}x{LANES}x{el}, #gpu.address_space<workgroup>>"
+            k = used[el] = used.get(el, -1) + 1
+            names = pool.setdefault(el, [])
+            if k == len(names):
+                names.append(f"%wg{len(self.workgroup)}")
+                # 16-byte aligned, as LLVM may vectorize the reads (see block_reduce.py).
+                self.workgroup.append(f"{names[k]} : {mt} {{llvm.align = 16 : i64}}")
+                self.shared_bytes = -(-self.shared_bytes // 16) * 16 + \
+                    GROUPS * LANES * max(1, int(el[1:]) // 8)
+            slots.append((names[k], mt, el))
+        return slots
+
     def _group_reduce(self, vals: list, combine) -> list:
         """Combines the GROUPS partial values of each column through shared memory; every thread
         of the column gets the result (combined in group order)."""
         b = self.b
-        slots = []
-        for v in vals:
-            el = "i8" if v.elem == "i1" else v.elem
-            name = f"%wg{len(self.workgroup)}"
-            mt = f"memref<{GROUPS}x{LANES}x{el}, #gpu.address_space<workgroup>>"
-            self.workgroup.append(f"{name} : {mt}")
-            self.shared_bytes += GROUPS * LANES * max(1, int(el[1:]) // 8)
+        slots = self._group_slots(vals)
+        if getattr(self, "_column_reduces", 0):
+            b.emit("gpu.barrier")  # the previous reduction has read the buffers written next
+        self._column_reduces = getattr(self, "_column_reduces", 0) + 1
+        for v, (name, mt, el) in zip(vals, slots, strict=True):
             x = b.op(f"arith.extui {v.name} : i1 to i8", dtypes.uint8, 0) if el != v.elem else v
             b.emit(f"memref.store {x.name}, {name}[{self.group.name}, {self.lane.name}] : {mt}")
-            slots.append((name, mt, el))
         b.emit("gpu.barrier")
         out = None
         for g in range(GROUPS):

@@ -127,9 +127,12 @@ class GPUMatmul(StagingMixin):
         args = [f"%a: memref<{b * m * k}x{el}>", f"%b: memref<{b * k * n}x{el}>"]
         args += [f"%e{i}: {memref_type(v.type)}" for i, v in enumerate(self.epi_inputs)]
         args += [f"%out: memref<{max(out_t.size, 1)}x{elem_type(out_t.dtype)}>"]
-        head = (f"    gpu.func @{self.name}({', '.join(args)}) workgroup(%As : {self.as_t}, "
-                f"%Bs : {self.bs_t}) kernel attributes {{known_block_size = array<i32: "
-                f"{self.threads}, 1, 1>}} {{")
+        # Both tiles are read and written with 16-byte vector accesses (staging.py), but MLIR
+        # places workgroup buffers at the element's alignment unless told otherwise.
+        align = "{llvm.align = 16 : i64}"
+        head = (f"    gpu.func @{self.name}({', '.join(args)}) workgroup(%As : {self.as_t} "
+                f"{align}, %Bs : {self.bs_t} {align}) kernel attributes {{known_block_size = "
+                f"array<i32: {self.threads}, 1, 1>}} {{")
         self.bx = t.op("gpu.block_id x")
         self.by = t.op("gpu.block_id y")
         self.bz = t.op("gpu.block_id z")

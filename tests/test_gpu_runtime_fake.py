@@ -107,6 +107,19 @@ def test_allocator_caches_and_reports_out_of_memory(fake):
     np.testing.assert_array_equal(y, np.concatenate([x, x]))
 
 
+def test_reset_peak_memory_stats_restarts_the_peaks_from_now(fake):
+    a, b = gpu.DeviceBuffer(8 << 20), gpu.DeviceBuffer(4 << 20)
+    b.free()
+    assert gpu.memory_stats()["peak_allocated_bytes"] == 12 << 20
+    gpu.reset_peak_memory_stats()
+    s = gpu.memory_stats()
+    assert (s["peak_allocated_bytes"], s["peak_reserved_bytes"]) == (8 << 20, 12 << 20)
+    c = gpu.DeviceBuffer(2 << 20)
+    assert gpu.memory_stats()["peak_allocated_bytes"] == 10 << 20
+    a.free()
+    c.free()
+
+
 def test_properties_modules_and_launch_errors(fake):
     p = gpu.get_device_properties()
     assert (p.name, p.arch, p.sm_count) == ("Fake H200", "sm_90", 132)

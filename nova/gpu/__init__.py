@@ -36,6 +36,7 @@ from nova.gpu.memory import (
     copy_host_to_device,
     empty_cache,
     memory_stats,
+    reset_peak_memory_stats,
 )
 from nova.gpu.module import Function, LaunchConfig, Module, launch
 from nova.gpu.stream import Event, Stream, default_stream
@@ -47,5 +48,5 @@ __all__ = [
     "Module", "OutOfMemoryError", "Stream", "context", "copy_device_to_device",
     "copy_device_to_host", "copy_host_to_device", "default_ordinal", "default_stream", "describe",
     "device_count", "empty_cache", "get_device_properties", "is_available", "launch",
-    "memory_stats", "synchronize",
+    "memory_stats", "reset_peak_memory_stats", "synchronize",
 ]

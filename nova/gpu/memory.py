@@ -119,6 +119,16 @@ def memory_stats(ordinal: int | None = None) -> dict:
     return dict(allocator(ordinal).stats)
 
 
+def reset_peak_memory_stats(ordinal: int | None = None) -> None:
+    """Restarts the peaks of memory_stats (peak_allocated_bytes, peak_reserved_bytes) from the
+    bytes allocated and reserved now, to measure one workload's peak (torch's function of the
+    same name). Raises GPUUnavailableError without a GPU."""
+    a = allocator(ordinal)
+    with a.lock:
+        a.stats["peak_allocated_bytes"] = a.stats["allocated_bytes"]
+        a.stats["peak_reserved_bytes"] = a.stats["reserved_bytes"]
+
+
 def empty_cache(ordinal: int | None = None) -> None:
     """Frees the allocator's cached blocks (memory in use is untouched)."""
     allocator(ordinal).empty_cache()

@@ -110,9 +110,14 @@ class Executable:
 
     def __init__(self, program: Program):
         self.program = program
+        self._constants = [np.asarray(e.params["value"]) for e in program.eqns
+                           if e.prim.name == "constant"]
 
     def __call__(self, values: list) -> list:
-        return run_program(self.program, values)
+        # An output that is a constant's data (a closed-over Array returned as it is) is copied:
+        # results are the caller's to write or donate (`_wrap_outputs` rules out arguments only).
+        return [o.copy() if any(np.may_share_memory(o, c) for c in self._constants) else o
+                for o in run_program(self.program, values)]
 
 
 # The function turning a (pass-optimized) Program into an Executable; the compiler installs its own.

@@ -227,6 +227,28 @@ def test_eager_results_are_novas_own_buffers_for_donation():
     assert all(x._owned for x in nova.tree_util.tree_leaves(state) if x.ndim > 0)
 
 
+def test_donation_after_switching_backends_never_writes_a_visible_buffer():
+    """The reference interpreter's eager reshape returns a view of its argument, and a jitted
+    identity returns a closed-over Array's own data: neither the argument nor that result may
+    then be written in place when donated under the compiled backend (found by review)."""
+    saved = nova.config.backend
+    f = nova.jit(lambda x: x * 0 + 123.0, donate_argnums=0)
+    try:
+        nova.config.update("backend", "interpreter")
+        a = jnp.arange(12.0) * 1
+        b = a.reshape(3, 4)
+        c = jnp.arange(5000.0) * 1
+        r = nova.jit(lambda: c)()
+        nova.config.update("backend", "compiled")
+        before_b, before_c = np.array(b), np.array(c)
+        f(a)
+        f(r)
+        np.testing.assert_array_equal(np.asarray(b), before_b)
+        np.testing.assert_array_equal(np.asarray(c), before_c)
+    finally:
+        nova.config.update("backend", saved)
+
+
 def test_array_copies_by_default():
     src = np.arange(6, dtype=np.float32)
     assert not np.shares_memory(np.asarray(jnp.array(src)), src)

@@ -287,6 +287,11 @@ def bind(prim: Primitive, *args, **params):
         )
         raw = evaluate(prim, vals, params, out_types)
         outs = [Array(o, owned=_fresh(o, vals, raw)) for o in raw]
+        for o, out in zip(raw, outs, strict=True):
+            if not out._owned:  # a view of an argument: that argument is no longer Nova's alone
+                for a, v in zip(args, vals, strict=True):
+                    if isinstance(a, Array) and np.may_share_memory(o, v):
+                        a._owned = False
     else:
         ins = [trace.lift(a) for a in args]
         outs = trace.add_eqn(prim, ins, params, source)
@@ -297,8 +302,8 @@ def _fresh(o: np.ndarray, ins: list, outs: list) -> bool:
     """Whether an eager result is a buffer of its own (`Array.owned`: a jitted call it is donated
     to may then write into it without copying it first): writeable, and sharing memory with no
     argument and no other result. The compiled eager executables hand back fresh buffers; a
-    reference implementation may return a view of its argument (a reshape), which stays the
-    argument's. Without this, every donated parameter or optimizer state built by eager ops
+    reference implementation may return a view of its argument (a reshape): neither that
+    result nor the argument is owned then (donating either would change what the other shows). Without this, every donated parameter or optimizer state built by eager ops
     (`jnp.zeros_like` in an optimizer's init) was copied on the first jitted call."""
     if not o.flags.writeable:
         return False

@@ -170,8 +170,9 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
             return self.bound[id(v)]
         if id(v) in self.arg:
             return self._load(v, idx)
-        if id(v) in self.row_cache_ready:
-            return self._row_cache_load(v, idx)
+        if id(v) in self.row_cache_ready and all(
+                idx[i].name == f"%i{i}" for i in range(len(idx)) if i not in self.A):
+            return self._row_cache_load(v, idx)  # (only ever read at its own row)
         if id(v) in self.row_vals:
             aligned = len(idx) == len(self.kept_names) and all(
                 x.name == n or (size == 1 and self.b.ivals.get(x.name) == 0)

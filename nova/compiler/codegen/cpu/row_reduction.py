@@ -80,9 +80,34 @@ class RowReductionMixin:
                 continue
             if r.prim.name in _ARG_REDUCTIONS:
                 continue
-            if self._reaches(out, v):
+            if self._reaches(out, v) and self._read_in_place(v):
                 return (v, name, out.type)
         return None
+
+    def _read_in_place(self, v) -> bool:
+        """Whether every read of v in the kernel is at the index being computed: v reaches the
+        reductions and outputs only through full-shape elementwise ops. A transpose, flip or
+        reshape on the way reads it at other indices (another row, or columns of this row that
+        a buffer holding v for the current row does not hold yet): then v can be neither stashed
+        in the output nor kept in a row buffer (found by review: e.T * t read the row buffer)."""
+        consumers: dict[int, list] = {}
+        for e in self.prog.eqns:
+            for u in e.inputs:
+                consumers.setdefault(id(u), []).append(e)
+        stack, seen = [v], set()
+        while stack:
+            u = stack.pop()
+            if id(u) in seen:
+                continue
+            seen.add(id(u))
+            for e in consumers.get(id(u), ()):
+                if is_reduction(e):
+                    continue
+                if type(e.prim.kernel).__name__ != "Elementwise" or \
+                        any(o.type.shape != self.S for o in e.outputs):
+                    return False
+                stack.extend(e.outputs)
+        return True
 
     def _choose_row_cache(self, levels, limit: int) -> dict:
         """{id(v): (v, first pass)} for the costly elementwise values (exp, tanh, log, ...:
@@ -115,7 +140,8 @@ class RowReductionMixin:
                         v.type.dtype in (dtypes.float32, dtypes.float64):
                     uses.setdefault(id(v), (v, []))[1].append(p)
                 stack.extend(e.inputs)
-        return {k: (v, ps[0]) for k, (v, ps) in uses.items() if len(ps) > 1}
+        return {k: (v, ps[0]) for k, (v, ps) in uses.items()
+                if len(ps) > 1 and self._read_in_place(v)}
 
     @staticmethod
     def costly(name: str) -> bool:

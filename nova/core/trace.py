@@ -303,7 +303,8 @@ def _fresh(o: np.ndarray, ins: list, outs: list) -> bool:
     to may then write into it without copying it first): writeable, and sharing memory with no
     argument and no other result. The compiled eager executables hand back fresh buffers; a
     reference implementation may return a view of its argument (a reshape): neither that
-    result nor the argument is owned then (donating either would change what the other shows). Without this, every donated parameter or optimizer state built by eager ops
+    result nor the argument is owned then (donating either would change what the other
+    shows). Without this, every donated parameter or optimizer state built by eager ops
     (`jnp.zeros_like` in an optimizer's init) was copied on the first jitted call."""
     if not o.flags.writeable:
         return False

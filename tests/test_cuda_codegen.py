@@ -340,6 +340,14 @@ def test_simulated_large_tiles(name, fn, specs):
         assert float(np.max(np.abs(np.asarray(g, np.float64) - w))) <= 1e-3 * scale, name
 
 
+def test_simulated_power_and_atan2():
+    """math.powf (AdamW's bias corrections b ** count) and math.atan2 run in the simulator."""
+    fn = lambda x, y: (jnp.exp(x) ** y, jnp.arctan2(x, y))  # noqa: E731
+    got, want = _simulate_program(fn, [S((8, 64), f32), S((8, 64), f32)], "highest")
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+
+
 def _many_column_sums(g, *xs):
     """60 column sums that read a common input: sibling fusion merges them into one kernel (as
     it merges every LayerNorm weight and bias gradient of a GPT-2 step)."""

@@ -39,6 +39,7 @@ _MATH = {"exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2
          "ceil": np.ceil, "roundeven": np.rint, "absf": np.abs, "absi": np.abs,
          "rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype),
          "erf": np.vectorize(math.erf, otypes=[np.float64])}
+_MATH2 = {"powf": np.power, "atan2": np.arctan2}  # two operands (AdamW's b1 ** count: powf)
 
 
 def _u(x):
@@ -237,6 +238,8 @@ class _Sim:
         if dialect == "math" and kind in _MATH:
             return _MATH[kind](x[0]).astype(dt)
         with np.errstate(all="ignore"):
+            if dialect == "math" and kind in _MATH2:
+                return _MATH2[kind](x[0], x[1]).astype(dt)
             return self._arith(op, kind, x, dt, res_t)
 
     def _arith(self, op, kind, x, dt, res_t):

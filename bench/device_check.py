@@ -8,8 +8,15 @@ Nova's NumPy reference interpreter (three calls each, the third a CUDA-graph rep
 TFLOP/s (TF32 and bf16) against torch/cuBLAS; causal attention forward + backward (flash
 kernels) against torch's scaled_dot_product_attention; fused memory-bound ops in GB/s of
 compulsory traffic against a measured device-to-device copy and torch eager; per-kernel times
-of an MLP training step. Prints a short table last and writes everything to
-$OUT/device_check.json when OUT is set.
+of an MLP training step; a GPT-2 training step (124M, batch 8 x 1024, AdamW, TF32 matmuls)
+against torch eager, torch.compile and jax.jit (tokens/s, peak device memory, step-0 loss).
+Prints a short table last and writes everything to $OUT/device_check.json when OUT is set.
+
+Environment: NOVA_GPT2_CONFIG (a name of bench/gpu_cases.py GPT2_CONFIGS, default "124M"; the
+cache must be built with the same), NOVA_GPT2_FRAMEWORKS (default "nova,torch,torch.compile,
+jax"), NOVA_GPT2_STEPS / _WARMUP / _HOST_STEPS (10 / 3 / 2), NOVA_CHECK_DEADLINE_S (390: the
+gpt2 section skips a framework expected to end later than this many seconds after the start,
+so the JSON is written within the device call's limit).
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np  # noqa: E402
 
+START_TIME = time.perf_counter()
+# Sections that start later than this (seconds after the start) skip their slow parts, so the
+# check ends, and writes its JSON, within the device call's time limit.
+DEADLINE_S = float(os.environ.get("NOVA_CHECK_DEADLINE_S", "390"))
 RESULTS: dict = {"sections": {}}
 ROWS: list = []  # (section, name, figure, verdict) for the final table
 
@@ -366,6 +377,351 @@ def _profile():
         top = ", ".join(f"{r['kind']} {r['ms']:.3f}" for r in rows[:3])
         ROWS.append(("profile", case.name, f"{total:.3f} ms in {len(rows)} kernels; top: {top}",
                      "ok"))
+    return out
+
+
+# --- GPT-2 training step: Nova against torch eager, torch.compile and jax.jit -------------------
+GPT2_FRAMEWORKS = ("nova", "torch", "torch.compile", "jax")
+# Guessed seconds of each framework's part at 124M on an H200 (compiles included): one whose
+# start plus this would pass the deadline is skipped. Replace by measured figures.
+GPT2_EXPECTED_S = {"nova": 40, "torch": 20, "torch.compile": 100, "jax": 60}
+LOSS_TOL = 1e-3  # step-0 losses from the same weights and batch (TF32 matmuls everywhere)
+LATER_LOSS_TOL = 2e-2  # the loss after several AdamW steps (TF32 differences grow with steps)
+
+
+def _gpt2_settings() -> dict:
+    """The section's knobs (environment): timed steps after warm-up, warm-up steps, Nova's
+    host-array calls, frameworks."""
+    env = os.environ.get
+    fws = [f.strip() for f in env("NOVA_GPT2_FRAMEWORKS", ",".join(GPT2_FRAMEWORKS)).split(",")]
+    return {"steps": int(env("NOVA_GPT2_STEPS", "10")), "warmup": int(env("NOVA_GPT2_WARMUP", "3")),
+            "host_steps": int(env("NOVA_GPT2_HOST_STEPS", "2")),
+            "frameworks": [f for f in fws if f in GPT2_FRAMEWORKS]}
+
+
+def _timed(step, n: int) -> list:
+    """Wall-clock seconds of n calls of step (each ends with its loss on the host: a sync)."""
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def _state_copy_back(exe, n_state: int):
+    """(queue, bytes): `queue()` queues device-to-device copies of a training step's new state
+    (outputs 0..n_state-1) into the buffers of the matching inputs, so that the next replay of
+    the launch list continues training on the device; outputs the memory plan wrote in place
+    over their own input need no copy. An output written over another input's buffer is staged
+    through a temporary buffer first."""
+    from nova import gpu
+
+    pairs = []
+    for i in range(n_state):
+        out = exe.output_slots[i]
+        if exe.slot_types[out] != exe.slot_types[i]:
+            raise RuntimeError(f"output {i} ({exe.slot_types[out]}) is not input {i}'s update "
+                               f"({exe.slot_types[i]})")
+        if exe.addr[out] != exe.addr[i]:
+            pairs.append((exe.addr[i], exe.addr[out], exe.slot_types[i].nbytes))
+    dsts = {d for d, _, _ in pairs}
+    staged = {s: gpu.DeviceBuffer(n) for _, s, n in pairs if s in dsts}
+
+    def queue():
+        for d, s, n in pairs:
+            if s in staged:
+                gpu.copy_device_to_device(staged[s].ptr, s, n, exe.stream)
+        for d, s, n in pairs:
+            gpu.copy_device_to_device(d, staged[s].ptr if s in staged else s, n, exe.stream)
+
+    return queue, sum(n for _, _, n in pairs)
+
+
+def _gpt2_nova(case, weights, idx, tgt, st) -> dict:
+    """Nova's step from the carried cache. First step: compile (trace, passes, kernels from the
+    cache) + upload + step + download. Then `host_steps` calls as a user makes them today (the
+    executable takes and returns host arrays: the state crosses PCIe both ways every step), then
+    the launch list replayed (a CUDA graph) with the state kept on the device: the step's
+    kernels plus copies of the state outputs not written in place, and the loss read back."""
+    import nova
+    from bench.gpu_cases import compile_case, precision
+    from nova import gpu
+
+    gpu.reset_peak_memory_stats()
+    base = gpu.memory_stats()["allocated_bytes"]
+    t0 = time.perf_counter()
+    compiled = compile_case(case, target())
+    compile_s = time.perf_counter() - t0
+    def zeros(specs):
+        return nova.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype), specs)
+
+    model = zeros(case.specs[0]).load_state_dict(weights)
+    opt_state = zeros(case.specs[1])  # AdamW's initial state: count 0, zero moments
+    losses, host_times = [], []
+    with precision(case):
+        model, opt_state, loss = compiled(model, opt_state, idx, tgt)
+        losses.append(float(np.asarray(loss)))
+        first = time.perf_counter() - t0
+        for _ in range(st["host_steps"]):
+            t = time.perf_counter()
+            model, opt_state, loss = compiled(model, opt_state, idx, tgt)
+            losses.append(float(np.asarray(loss)))
+            host_times.append(time.perf_counter() - t)
+    n_state = len(nova.tree_util.tree_leaves((model, opt_state)))
+    del model, opt_state
+    exe = compiled._exe
+    queue_copies, copied = _state_copy_back(exe, n_state)
+    queue_copies()  # the last call's state into the input buffers
+    loss_slot, host = exe.output_slots[n_state], np.empty((), np.float32)
+
+    def step():
+        exe.run_device()
+        queue_copies()
+        gpu.copy_device_to_host(host, exe.addr[loss_slot], exe.stream)
+        losses.append(float(host))
+
+    times = _timed(step, st["warmup"] + st["steps"])[st["warmup"]:]
+    peak = gpu.memory_stats()["peak_allocated_bytes"] - base
+    return {"first_step_s": first, "compile_s": compile_s, "step_s": float(np.median(times)),
+            "peak_bytes": peak, "losses": losses, "host_call_step_s":
+            float(np.median(host_times)) if host_times else None,
+            "copy_back_bytes": copied, "kernels": len([l for l in exe.launches if l.ptx]),
+            "first_resident_step": 1 + st["host_steps"]}
+
+
+def _gpt2_torch(cfg, weights, idx, tgt, st, compiled: bool) -> dict:
+    """bench/gpt2_step.py's model in PyTorch on the GPU (the CPU when torch has no CUDA: the dry
+    run), attention by scaled_dot_product_attention (causal), fused AdamW, TF32 matmuls;
+    torch.compile compiles the loss (forward and backward)."""
+    import torch
+    import torch.nn.functional as tf
+
+    from bench.gpt2_step import B1, B2, EPS, LR, WD
+
+    cuda = torch.cuda.is_available()
+    dev = "cuda" if cuda else "cpu"
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    t0 = time.perf_counter()
+    P = {k: torch.tensor(v, device=dev, requires_grad=True) for k, v in weights.items()}
+    L, H = cfg["n_layer"], cfg["n_head"]
+
+    def loss_fn(idx, tgt):
+        B, T = idx.shape
+        x = P["wte.weight"][idx] + P["wpe.weight"][:T]
+        C = x.shape[-1]
+        for i in range(L):
+            p = f"h.{i}."
+            h = tf.layer_norm(x, (C,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], 1e-5)
+            qkv = h @ P[p + "attn.c_attn.weight"] + P[p + "attn.c_attn.bias"]
+            q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in qkv.split(C, dim=-1))
+            y = tf.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = y.transpose(1, 2).reshape(B, T, C)
+            x = x + y @ P[p + "attn.c_proj.weight"] + P[p + "attn.c_proj.bias"]
+            h = tf.layer_norm(x, (C,), P[p + "ln_2.weight"], P[p + "ln_2.bias"], 1e-5)
+            h = tf.gelu(h @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"], approximate="tanh")
+            x = x + h @ P[p + "mlp.c_proj.weight"] + P[p + "mlp.c_proj.bias"]
+        x = tf.layer_norm(x, (C,), P["ln_f.weight"], P["ln_f.bias"], 1e-5)
+        logits = x @ P["wte.weight"].T
+        return tf.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
+
+    groups = [{"params": [p for p in P.values() if p.ndim >= 2], "weight_decay": WD},
+              {"params": [p for p in P.values() if p.ndim < 2], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=LR, betas=(B1, B2), eps=EPS,
+                            **({"fused": True} if cuda else {"foreach": True}))
+    fn = torch.compile(loss_fn) if compiled else loss_fn
+    idx_t = torch.tensor(idx, dtype=torch.long, device=dev)
+    tgt_t = torch.tensor(tgt, dtype=torch.long, device=dev)
+    losses = []
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = fn(idx_t, tgt_t)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+
+    step()
+    first = time.perf_counter() - t0
+    times = _timed(step, st["warmup"] + st["steps"])[st["warmup"]:]
+    peak = torch.cuda.max_memory_allocated() - base if cuda else None
+    if compiled:
+        torch._dynamo.reset()  # its caches hold the parameters
+    return {"first_step_s": first, "step_s": float(np.median(times)), "peak_bytes": peak,
+            "losses": losses, "device": dev}
+
+
+def _gpt2_jax(cfg, weights, idx, tgt, st) -> dict:
+    """The same model in JAX (jax.nn.dot_product_attention, causal), optax.adamw, the whole step
+    under jax.jit with the parameters and optimizer state donated, matmul precision
+    "tensorfloat32"."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from bench.gpt2_step import B1, B2, EPS, LR, WD
+
+    jax.config.update("jax_default_matmul_precision", "tensorfloat32")
+    dev = jax.devices()[0]
+    base = (dev.memory_stats() or {}).get("bytes_in_use", 0)
+    L, H = cfg["n_layer"], cfg["n_head"]
+
+    def ln(x, g, b):
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / jnp.sqrt(var + 1e-5) * g + b
+
+    def loss_fn(P, idx, tgt):
+        B, T = idx.shape
+        x = P["wte.weight"][idx] + P["wpe.weight"][:T]
+        C = x.shape[-1]
+        for i in range(L):
+            p = f"h.{i}."
+            h = ln(x, P[p + "ln_1.weight"], P[p + "ln_1.bias"])
+            qkv = h @ P[p + "attn.c_attn.weight"] + P[p + "attn.c_attn.bias"]
+            q, k, v = (t.reshape(B, T, H, C // H) for t in jnp.split(qkv, 3, axis=-1))
+            y = jax.nn.dot_product_attention(q, k, v, is_causal=True).reshape(B, T, C)
+            x = x + y @ P[p + "attn.c_proj.weight"] + P[p + "attn.c_proj.bias"]
+            h = ln(x, P[p + "ln_2.weight"], P[p + "ln_2.bias"])
+            h = jax.nn.gelu(h @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"], approximate=True)
+            x = x + h @ P[p + "mlp.c_proj.weight"] + P[p + "mlp.c_proj.bias"]
+        x = ln(x, P["ln_f.weight"], P["ln_f.bias"])
+        logits = x @ P["wte.weight"].T
+        return optax.softmax_cross_entropy_with_integer_labels(logits, tgt).mean()
+
+    tx = optax.adamw(LR, b1=B1, b2=B2, eps=EPS, weight_decay=WD,
+                     mask=lambda P: jax.tree_util.tree_map(lambda p: p.ndim >= 2, P))
+
+    def train_step(P, s, idx, tgt):
+        loss, g = jax.value_and_grad(loss_fn)(P, idx, tgt)
+        upd, s = tx.update(g, s, P)
+        return optax.apply_updates(P, upd), s, loss
+
+    step_jit = jax.jit(train_step, donate_argnums=(0, 1))
+    t0 = time.perf_counter()
+    P = {k: jax.device_put(v, dev) for k, v in weights.items()}
+    state = [P, tx.init(P)]
+    idx_j, tgt_j = jax.device_put(idx, dev), jax.device_put(tgt, dev)
+    losses = []
+
+    def step():
+        state[0], state[1], loss = step_jit(state[0], state[1], idx_j, tgt_j)
+        losses.append(float(loss))
+
+    step()
+    first = time.perf_counter() - t0
+    times = _timed(step, st["warmup"] + st["steps"])[st["warmup"]:]
+    stats = dev.memory_stats()
+    peak = stats["peak_bytes_in_use"] - base if stats else None
+    return {"first_step_s": first, "step_s": float(np.median(times)), "peak_bytes": peak,
+            "losses": losses, "device": str(dev)}
+
+
+def _free_device_memory() -> None:
+    import gc
+
+    gc.collect()
+    if "torch" in sys.modules:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    from nova import gpu
+
+    gpu.empty_cache()
+
+
+def _gpt2_row(r: dict) -> str:
+    if "step_s" not in r:
+        return r["error"][:90]
+    peak = f"{r['peak_bytes'] / 2**30:.2f} GiB" if r["peak_bytes"] is not None else "n/a"
+    return (f"{r['step_s'] * 1e3:.1f} ms/step, {r['tokens_per_s']:,.0f} tok/s, first step "
+            f"{r['first_step_s']:.1f} s, peak {peak}, loss0 {r['losses'][0]:.5f}")
+
+
+@section("gpt2")
+def _gpt2():
+    """One GPT-2 training step (bench/gpt2_step.py's model, AdamW inside the step, float32 with
+    TF32 matmuls) in Nova, torch eager, torch.compile and jax.jit from the same weights and
+    batch: first-step time, median step time, tokens/s, peak device memory, step-0 loss, and
+    Nova's ratios to each peer (issue 7: tokens/s >= 1.1x torch.compile at <= 0.75x its peak
+    memory)."""
+    from bench.gpt2_step import make_batch, make_weights
+    from bench.gpu_cases import GPT2
+
+    out = {}
+    if not GPT2:
+        return out
+    case, st = GPT2[0], _gpt2_settings()
+    cfg = case.meta
+    weights, (idx, tgt) = make_weights(cfg), make_batch(cfg)
+    tokens = cfg["batch"] * cfg["seq"]
+    out["config"], out["settings"] = cfg, st
+    out["precision"] = {"nova": "matmul_precision tf32 (attention: SIMT float32)",
+                        "torch": "allow_tf32 + set_float32_matmul_precision('high')",
+                        "jax": "jax_default_matmul_precision 'tensorfloat32'"}
+    ROWS.append(("gpt2", f"config {cfg['name']}",
+                 f"L{cfg['n_layer']} d{cfg['d']} H{cfg['n_head']} T{cfg['seq']} B{cfg['batch']} "
+                 f"V{cfg['vocab']}, TF32 matmuls in every framework", "ok"))
+    runs = {"nova": lambda: _gpt2_nova(case, weights, idx, tgt, st),
+            "torch": lambda: _gpt2_torch(cfg, weights, idx, tgt, st, compiled=False),
+            "torch.compile": lambda: _gpt2_torch(cfg, weights, idx, tgt, st, compiled=True),
+            "jax": lambda: _gpt2_jax(cfg, weights, idx, tgt, st)}
+    results = {}
+    for fw in st["frameworks"]:
+        late = time.perf_counter() - START_TIME + GPT2_EXPECTED_S[fw] * (cfg["name"] == "124M")
+        if late > DEADLINE_S:
+            r = {"error": f"skipped: would end past NOVA_CHECK_DEADLINE_S={DEADLINE_S:.0f} s"}
+        else:
+            try:
+                r = runs[fw]()
+                r["tokens_per_s"] = tokens / r["step_s"]
+            except Exception as ex:  # noqa: BLE001 - one framework failing must not lose the rest
+                r = {"error": f"{type(ex).__name__}: {ex}",
+                     "traceback": traceback.format_exc(limit=4)}
+            _free_device_memory()
+        results[fw] = r
+        print(f"[gpt2] {fw}: { {k: v for k, v in r.items() if k != 'traceback'} }", flush=True)
+    out["results"] = results
+    done = {fw: r for fw, r in results.items() if "step_s" in r}
+    ref = next((fw for fw in ("torch", "torch.compile", "jax", "nova") if fw in done), None)
+    for fw, r in results.items():
+        ok = "step_s" in r
+        if ok and ref is not None:
+            a, b = r["losses"], done[ref]["losses"]
+            k = min(len(a), len(b)) - 1
+            r["loss0_diff"], r["loss_diff_at_step"] = abs(a[0] - b[0]), (k, abs(a[k] - b[k]))
+            ok = r["loss0_diff"] <= LOSS_TOL and abs(a[k] - b[k]) <= LATER_LOSS_TOL
+        name = "nova, state on the GPU" if fw == "nova" else fw
+        ROWS.append(("gpt2", name, _gpt2_row(r), "ok" if ok else "FAIL"))
+    nova = done.get("nova")
+    if nova is not None:
+        if nova["host_call_step_s"] is not None:
+            ms = nova["host_call_step_s"] * 1e3
+            ROWS.append(("gpt2", "nova, host arrays in/out",
+                         f"{ms:.1f} ms/step, {tokens / nova['host_call_step_s']:,.0f} tok/s "
+                         "(jit call as of today: the state crosses PCIe each step)", "ok"))
+        ratios = {}
+        for fw, r in done.items():
+            if fw == "nova":
+                continue
+            ratios[fw] = {"tokens_per_s": nova["tokens_per_s"] / r["tokens_per_s"],
+                          "first_step": nova["first_step_s"] / r["first_step_s"],
+                          "peak_memory": (nova["peak_bytes"] / r["peak_bytes"]
+                                          if r["peak_bytes"] else None)}
+            q = ratios[fw]
+            mem = f"{q['peak_memory']:.2f}x" if q["peak_memory"] is not None else "n/a"
+            target = (" (target >= 1.1x tok/s, <= 0.75x memory)" if fw == "torch.compile"
+                      else "")
+            ROWS.append(("gpt2", f"nova / {fw}", f"tok/s {q['tokens_per_s']:.2f}x, peak memory "
+                         f"{mem}, first step {q['first_step']:.2f}x{target}", "ok"))
+        out["nova_ratios"] = ratios
     return out
 
 

@@ -6,8 +6,11 @@ The CUDA driver is replaced by tests/fake_cuda_driver.py, whose launches run the
 kernels in the SIMT simulator (nova/compiler/codegen/cuda/simulate.py), and every kernel is
 compiled fresh into a temporary cache (MLIR needed). The correctness checks and the profile run
 as on the GPU (slowly: several minutes); the timing sections' large programs are left out and
-their torch parts fail here (no CUDA torch). It catches bugs of the script and of the runtime's
-bookkeeping, not of the real driver or hardware; figures it prints are meaningless.
+their torch parts fail here (no CUDA torch). The gpt2 section runs on a micro config: Nova's
+step in the simulator (its first call, host-array calls and device-resident replays), torch
+eager and jax on the CPU, so the step-0 losses and the loss after the last step are compared.
+It catches bugs of the script and of the runtime's bookkeeping, not of the real driver or
+hardware; figures it prints are meaningless.
 """
 
 from __future__ import annotations
@@ -24,6 +27,12 @@ sys.path.insert(0, ROOT)
 def main() -> None:
     os.environ["NOVA_CACHE_DIR"] = tempfile.mkdtemp(prefix="nova-dry-run-")
     os.environ["NOVA_PROFILE_ITERS"] = "1"  # each simulated pass takes a while
+    # The gpt2 section on a micro config (1 layer, 32 channels, 16 positions, batch 2): Nova's
+    # step through the simulator, torch eager and jax on the CPU (torch.compile left out).
+    os.environ.setdefault("NOVA_GPT2_CONFIG", "micro")
+    os.environ.setdefault("NOVA_GPT2_FRAMEWORKS", "nova,torch,jax")
+    for knob, value in (("STEPS", "2"), ("WARMUP", "1"), ("HOST_STEPS", "2")):
+        os.environ.setdefault(f"NOVA_GPT2_{knob}", value)
     import bench.gpu_cases as cases
     import nova.gpu.driver as drv
     from nova.compiler import backend_cuda

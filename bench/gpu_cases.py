@@ -7,6 +7,7 @@ dtypes and matmul precisions, or the kernel cache misses.
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,8 @@ class Case:
     precision: str = "highest"
     tol: float = 2e-5
     ints: tuple = ()  # (argument position, upper bound) of integer arguments (labels)
+    donate: tuple = ()  # donate_argnums of the jitted function
+    meta: object = None  # what a section needs besides the specs (the GPT-2 step's config)
 
 
 def _ln_loss(x, w, b):
@@ -203,8 +206,70 @@ def attention_case(b: int, h: int, t: int, d: int) -> Case:
 ATTENTION = [attention_case(*shape) for shape in ATTENTION_SHAPES]
 
 
+
+def eval_shape(f, *args):
+    """The pytree of ShapeDtypeStructs that f(*args) returns (args: arrays or
+    ShapeDtypeStructs), from f's trace alone: nothing is computed."""
+    traced = nova.jit(f).trace(*args)
+    return nova.tree_util.tree_unflatten(
+        traced.out_tree, [S(v.type.shape, v.type.dtype) for v in traced.program.outputs])
+
+
+# Timing: one training step of bench/gpt2_step.py's GPT-2 with AdamW inside the step, against
+# torch eager, torch.compile and jax.jit (bench/device_check.py's `gpt2` section). The config is
+# NOVA_GPT2_CONFIG (default "124M"; "" leaves the section out); build the cache with the same.
+# 124M: GPT-2 small with the vocabulary padded to 50304 (a multiple of 128, as nanoGPT / llm.c
+# do) for every framework; "micro" is for the dry run's simulator.
+GPT2_CONFIGS = {
+    "124M": dict(n_layer=12, d=768, n_head=12, seq=1024, batch=8, vocab=50304),
+    "small": dict(n_layer=4, d=256, n_head=4, seq=128, batch=8, vocab=4096),
+    "tiny": dict(n_layer=2, d=128, n_head=4, seq=64, batch=8, vocab=256),
+    "micro": dict(n_layer=1, d=32, n_head=2, seq=16, batch=2, vocab=64),
+}
+
+
+def gpt2_optimizer():
+    """bench/gpt2_step.py's AdamW (lr 6e-4, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on the
+    2-D weights only)."""
+    import nova.optim as optim
+    from bench.gpt2_step import B1, B2, EPS, LR, WD
+
+    return optim.adamw(LR, b1=B1, b2=B2, eps=EPS, weight_decay=WD,
+                       mask=lambda m: nova.tree_util.tree_map(lambda p: p.ndim >= 2, m))
+
+
+def gpt2_step_case(name: str) -> Case:
+    """One AdamW training step of nova.nn.GPT2 at config `name` of GPT2_CONFIGS, under TF32
+    matmuls, jitted with the model and optimizer state donated: step(model, opt_state, idx,
+    tgt) -> (model, opt_state, loss), idx and tgt (batch, seq) int32. The specs are pytrees of
+    ShapeDtypeStructs (model, AdamW state, ids, ids); `meta` is the config dict. Raises
+    KeyError for an unknown name."""
+    import nova.optim as optim
+    from nova.nn import GPT2, GPT2Config
+
+    cfg = GPT2_CONFIGS[name]
+    config = GPT2Config(vocab_size=cfg["vocab"], block_size=cfg["seq"], n_layer=cfg["n_layer"],
+                        n_head=cfg["n_head"], n_embd=cfg["d"])
+    tx = gpt2_optimizer()
+    model = eval_shape(lambda key: GPT2.init(config, key), S((2,), np.uint32))
+    opt_state = eval_shape(tx.init, model)
+
+    def train_step(model, opt_state, idx, tgt):
+        loss, grads = nova.value_and_grad(lambda m: m.loss(idx, tgt))(model)
+        updates, opt_state = tx.update(grads, opt_state, model)
+        return optim.apply_updates(model, updates), opt_state, loss
+
+    ids = S((cfg["batch"], cfg["seq"]), np.int32)
+    return Case(f"gpt2_{name}_adamw_step", train_step, (model, opt_state, ids, ids), "tf32",
+                tol=2e-3, donate=(0, 1), meta=dict(cfg, name=name))
+
+
+GPT2_CONFIG = os.environ.get("NOVA_GPT2_CONFIG", "124M")
+GPT2 = [gpt2_step_case(GPT2_CONFIG)] if GPT2_CONFIG else []
+
+
 def all_cases() -> list:
-    return CHECKS + MATMULS + MEMBOUND + ATTENTION
+    return CHECKS + MATMULS + MEMBOUND + ATTENTION + GPT2
 
 
 @contextlib.contextmanager
@@ -220,9 +285,11 @@ def precision(case: Case):
 
 
 def compile_case(case: Case, target: str):
-    """nova.jit(case.fn) lowered for `target` and compiled under the case's matmul precision."""
+    """nova.jit(case.fn, donate_argnums=case.donate) lowered for `target` and compiled under the
+    case's matmul precision."""
     with precision(case):
-        return nova.jit(case.fn).lower(*case.specs, target=target).compile()
+        jitted = nova.jit(case.fn, donate_argnums=case.donate)
+        return jitted.lower(*case.specs, target=target).compile()
 
 
 def random_args(case: Case, seed: int = 0) -> list:

@@ -343,7 +343,7 @@ class Compiled:
         raw = self._call_flat(vals, leaves)
         outs = _wrap_outputs(raw, vals, self._overwritten())
         if self._fn is not None:
-            self._fn._donate_inputs(args)
+            self._fn._donate_inputs(leaves, sig)
         return tree_unflatten(self.out_tree, outs)
 
 
@@ -422,6 +422,7 @@ class JitFunction:
         self._static_names = set(sn) | {names[i] for i in sa if 0 <= i < len(names)}
         self._donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
         self._donated_of: dict = {}  # signature key -> flat indices of the donated leaves
+        self._leaf_names: dict = {}  # argument structure -> the leaves' names (_flatten_args)
         kinds = {p.kind for p in self._params}
         fname = getattr(f, "__name__", "f")
         if self._params and inspect.Parameter.VAR_POSITIONAL not in kinds:
@@ -465,15 +466,23 @@ class JitFunction:
             else:
                 dyn_kwargs[k] = kwargs[k]
         leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
-        names = []
-        for i, a in enumerate(dyn_args):
-            n = len(tree_flatten(a)[0])
-            names += [self._arg_name(i) if n == 1 else f"{self._arg_name(i)}[{j}]" for j in range(n)]
-        for k in sorted(dyn_kwargs):
-            n = len(tree_flatten(dyn_kwargs[k])[0])
-            names += [k if n == 1 else f"{k}[{j}]" for j in range(n)]
+        names = self._leaf_names.get(tree)
+        if names is None:  # per structure: a training step's call flattens its state once
+            names = []
+            arg_defs, kw_def = tree.children
+            for i, td in enumerate(arg_defs.children):
+                n = td.num_leaves
+                names += [self._arg_name(i) if n == 1 else f"{self._arg_name(i)}[{j}]"
+                          for j in range(n)]
+            for k, td in zip(kw_def.aux, kw_def.children, strict=True):
+                n = td.num_leaves
+                names += [k if n == 1 else f"{k}[{j}]" for j in range(n)]
+            names = tuple(names)
+            if len(self._leaf_names) > 256:
+                self._leaf_names.clear()
+            self._leaf_names[tree] = names
         avals = tuple(_aval_of(x, n) for x, n in zip(leaves, names, strict=True))
-        sig = _Signature(tree, avals, tuple(names), tuple(statics), config.code_key())
+        sig = _Signature(tree, avals, names, tuple(statics), config.code_key())
         return leaves, sig
 
     def _donated_leaves(self, sig: _Signature) -> tuple:
@@ -564,7 +573,7 @@ class JitFunction:
         if debug_nans and _has_nan(raw) and not _has_nan(vals):
             _find_first_nan(compiled.program, vals)
         outs = _wrap_outputs(raw, vals, compiled._overwritten())
-        self._donate_inputs(args)
+        self._donate_inputs(leaves, sig)
         return tree_unflatten(compiled.out_tree, outs)
 
     def _inline(self, trace: Trace, sig, leaves, args, kwargs):
@@ -579,12 +588,13 @@ class JitFunction:
                 env[id(v)] = t
         return tree_unflatten(compiled.out_tree, [env[id(v)] for v in p.outputs])
 
-    def _donate_inputs(self, args):
-        for i in self._donate:
-            if i < len(args):
-                for leaf in tree_flatten(args[i])[0]:
-                    if isinstance(leaf, Array) and not isinstance(leaf, Tracer):
-                        leaf.delete()
+    def _donate_inputs(self, leaves, sig: _Signature):
+        """Deletes the donated arguments' Arrays (`leaves`, `sig`: the call's flattened
+        arguments)."""
+        for k in self._donated_leaves(sig):
+            leaf = leaves[k]
+            if isinstance(leaf, Array) and not isinstance(leaf, Tracer):
+                leaf.delete()
 
     # --- introspection --------------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:

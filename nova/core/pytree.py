@@ -67,22 +67,28 @@ def _is_namedtuple(x) -> bool:
 class PyTreeDef:
     """The structure of a pytree: node kind, aux data and child structures. Hashable."""
 
-    __slots__ = ("kind", "aux", "children", "num_leaves")
+    __slots__ = ("kind", "aux", "children", "num_leaves", "_hash")
 
     def __init__(self, kind, aux, children):
         self.kind = kind  # "leaf", "none", or a type
         self.aux = aux
         self.children = tuple(children)
         self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in self.children)
+        self._hash = None  # computed once: a jitted call hashes its arguments' structure
 
     def _key(self):
         return (self.kind, self.aux, self.children)
 
     def __eq__(self, other):
-        return isinstance(other, PyTreeDef) and self._key() == other._key()
+        if self is other:
+            return True
+        return isinstance(other, PyTreeDef) and self.__hash__() == other.__hash__() and \
+            self._key() == other._key()
 
     def __hash__(self):
-        return hash(self._key())
+        if self._hash is None:
+            self._hash = hash(self._key())
+        return self._hash
 
     def __repr__(self):
         if self.kind == "leaf":
@@ -105,9 +111,9 @@ class PyTreeDef:
 def _flatten(x, leaves, is_leaf):
     if is_leaf is not None and is_leaf(x):
         leaves.append(x)
-        return PyTreeDef("leaf", None, ())
+        return _LEAF
     if x is None:
-        return PyTreeDef("none", None, ())
+        return _NONE
     t = type(x)
     if t in _REGISTRY:
         children, aux = _REGISTRY[t].flatten(x)
@@ -120,7 +126,12 @@ def _flatten(x, leaves, is_leaf):
     if t is tuple or t is list:
         return PyTreeDef(t, None, [_flatten(c, leaves, is_leaf) for c in x])
     leaves.append(x)
-    return PyTreeDef("leaf", None, ())
+    return _LEAF
+
+
+# Structures without children are immutable and equal to any other of their kind: one each.
+_LEAF = PyTreeDef("leaf", None, ())
+_NONE = PyTreeDef("none", None, ())
 
 
 def tree_flatten(tree, is_leaf: Callable | None = None) -> tuple[list, PyTreeDef]:

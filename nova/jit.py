@@ -417,22 +417,31 @@ class JitFunction:
         names = [p.name for p in self._params]
         sa = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums or ())
         sn = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
-        # Static arguments can be named either way; each form implies the other (as in JAX).
-        self._static_nums = set(sa) | {names.index(n) for n in sn if n in names}
-        self._static_names = set(sn) | {names[i] for i in sa if 0 <= i < len(names)}
-        self._donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
-        self._donated_of: dict = {}  # signature key -> flat indices of the donated leaves
-        self._leaf_names: dict = {}  # argument structure -> the leaves' names (_flatten_args)
+        donate = (donate_argnums,) if isinstance(donate_argnums, int) \
+            else tuple(donate_argnums or ())
         kinds = {p.kind for p in self._params}
         fname = getattr(f, "__name__", "f")
         if self._params and inspect.Parameter.VAR_POSITIONAL not in kinds:
             n_pos = sum(p.kind in (inspect.Parameter.POSITIONAL_ONLY,
                                    inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in self._params)
-            for what, nums in (("static_argnums", sa), ("donate_argnums", self._donate)):
+            for what, nums in (("static_argnums", sa), ("donate_argnums", donate)):
                 bad = [i for i in nums if not -n_pos <= i < n_pos]
                 if bad:
                     raise ValueError(f"jit({fname}): {what} {bad} out of range for a function "
                                      f"of {n_pos} positional argument(s)")
+            # Negative positions count from the end of the signature's positional parameters
+            # (a call passing the last one by keyword must not shift them onto another).
+            sa, donate = tuple(i % n_pos for i in sa), tuple(i % n_pos for i in donate)
+        # Static arguments can be named either way; each form implies the other (as in JAX).
+        self._static_nums = set(sa) | {names.index(n) for n in sn if n in names}
+        self._static_names = set(sn) | {names[i] for i in sa if 0 <= i < len(names)}
+        both = sorted(set(donate) & self._static_nums)
+        if both:
+            raise ValueError(f"jit({fname}): argument(s) {both} are both static and donated: "
+                             "a static argument is part of the cache key, not a buffer")
+        self._donate = donate
+        self._donated_of: dict = {}  # signature key -> flat indices of the donated leaves
+        self._leaf_names: dict = {}  # argument structure -> the leaves' names (_flatten_args)
         if self._params and inspect.Parameter.VAR_KEYWORD not in kinds:
             unknown = [n for n in sn if n not in names]
             if unknown:

@@ -249,6 +249,23 @@ def test_donation_after_switching_backends_never_writes_a_visible_buffer():
         nova.config.update("backend", saved)
 
 
+def test_negative_static_and_donated_positions_count_from_the_signature():
+    """static_argnums=-1 names the last positional parameter (it was ignored), a negative
+    donate_argnums too even when that argument is passed by keyword (it deleted the first one),
+    and an argument both static and donated is an error (found by review)."""
+    g = nova.jit(lambda x, n: x * n if isinstance(n, int) else x, static_argnums=-1)
+    np.testing.assert_array_equal(np.asarray(g(jnp.ones(2), 3)), [3.0, 3.0])
+    f = nova.jit(lambda x, y: x + y, donate_argnums=-1)
+    x, y = jnp.ones(2), jnp.ones(2)
+    f(x, y=y)
+    assert not x.is_deleted()
+    x, y = jnp.ones(2), jnp.ones(2)
+    f(x, y)
+    assert y.is_deleted() and not x.is_deleted()
+    with pytest.raises(ValueError, match="both static and donated"):
+        nova.jit(lambda x, n: x, static_argnums=1, donate_argnums=1)
+
+
 def test_array_copies_by_default():
     src = np.arange(6, dtype=np.float32)
     assert not np.shares_memory(np.asarray(jnp.array(src)), src)

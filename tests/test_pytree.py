@@ -75,3 +75,30 @@ def test_grad_and_jit_over_dataclasses_and_namedtuples():
 def test_register_twice_raises():
     with pytest.raises(ValueError, match="already registered"):
         tu.register_pytree_node(Pair, lambda p: ((), None), lambda a, c: Pair(0, 0))
+
+
+def test_treedef_pickles_without_its_cached_hash_and_allows_unhashable_aux():
+    """A treedef hashed in one process and unpickled in another still equals (and finds in a
+    dict) the same structure built there (string and type hashes differ between processes);
+    equality never hashes, so aux data that is not hashable still compares (found by review)."""
+    import pickle
+    import subprocess
+    import sys
+
+    td = tu.tree_structure({"a": 1, "b": (2, None)})
+    hash(td)
+    blob = pickle.dumps(td)
+    code = ("import pickle; from nova import tree_util as tu; "
+            f"old = pickle.loads({blob!r}); new = tu.tree_structure({{'a': 1, 'b': (2, None)}}); "
+            "print(old == new, {new: 'hit'}.get(old))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["True", "hit"], out.stdout + out.stderr
+
+    class Box:
+        def __init__(self, x, meta):
+            self.x, self.meta = x, meta
+
+    tu.register_pytree_node(Box, lambda b: ([b.x], b.meta), lambda a, c: Box(c[0], a))
+    assert tu.tree_map(lambda a, b: a + b, Box(1, ["relu"]), Box(2, ["relu"])).x == 3
+    assert tu.tree_structure(Box(1, ["relu"])) == tu.tree_structure(Box(5, ["relu"]))

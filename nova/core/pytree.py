@@ -80,10 +80,12 @@ class PyTreeDef:
         return (self.kind, self.aux, self.children)
 
     def __eq__(self, other):
-        if self is other:
-            return True
-        return isinstance(other, PyTreeDef) and self.__hash__() == other.__hash__() and \
-            self._key() == other._key()
+        # (no hash comparison first: aux data need not be hashable for tree_map & co.)
+        return self is other or (isinstance(other, PyTreeDef) and self._key() == other._key())
+
+    def __reduce__(self):
+        # Pickled without the cached hash: hashes of strings and types differ between processes.
+        return (PyTreeDef, (self.kind, self.aux, self.children))
 
     def __hash__(self):
         if self._hash is None:

@@ -497,7 +497,7 @@ def _gpt2_torch(cfg, weights, idx, tgt, st, compiled: bool) -> dict:
     import torch
     import torch.nn.functional as tf
 
-    from bench.gpt2_step import B1, B2, EPS, LR, WD
+    from bench.gpt2_step import B1, B2, EPS, LR, WD, torch_loss
 
     cuda = torch.cuda.is_available()
     dev = "cuda" if cuda else "cpu"
@@ -510,26 +510,8 @@ def _gpt2_torch(cfg, weights, idx, tgt, st, compiled: bool) -> dict:
         base = torch.cuda.memory_allocated()
     t0 = time.perf_counter()
     P = {k: torch.tensor(v, device=dev, requires_grad=True) for k, v in weights.items()}
-    L, H = cfg["n_layer"], cfg["n_head"]
-
-    def loss_fn(idx, tgt):
-        B, T = idx.shape
-        x = P["wte.weight"][idx] + P["wpe.weight"][:T]
-        C = x.shape[-1]
-        for i in range(L):
-            p = f"h.{i}."
-            h = tf.layer_norm(x, (C,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], 1e-5)
-            qkv = h @ P[p + "attn.c_attn.weight"] + P[p + "attn.c_attn.bias"]
-            q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in qkv.split(C, dim=-1))
-            y = tf.scaled_dot_product_attention(q, k, v, is_causal=True)
-            y = y.transpose(1, 2).reshape(B, T, C)
-            x = x + y @ P[p + "attn.c_proj.weight"] + P[p + "attn.c_proj.bias"]
-            h = tf.layer_norm(x, (C,), P[p + "ln_2.weight"], P[p + "ln_2.bias"], 1e-5)
-            h = tf.gelu(h @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"], approximate="tanh")
-            x = x + h @ P[p + "mlp.c_proj.weight"] + P[p + "mlp.c_proj.bias"]
-        x = tf.layer_norm(x, (C,), P["ln_f.weight"], P["ln_f.bias"], 1e-5)
-        logits = x @ P["wte.weight"].T
-        return tf.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
+    loss_fn = torch_loss(cfg, P, attention=lambda q, k, v: tf.scaled_dot_product_attention(
+        q, k, v, is_causal=True))
 
     groups = [{"params": [p for p in P.values() if p.ndim >= 2], "weight_decay": WD},
               {"params": [p for p in P.values() if p.ndim < 2], "weight_decay": 0.0}]
@@ -562,41 +544,16 @@ def _gpt2_jax(cfg, weights, idx, tgt, st) -> dict:
     under jax.jit with the parameters and optimizer state donated, matmul precision
     "tensorfloat32"."""
     import jax
-    import jax.numpy as jnp
     import optax
 
-    from bench.gpt2_step import B1, B2, EPS, LR, WD
+    from bench.gpt2_step import jax_adamw, jax_loss
 
     jax.config.update("jax_default_matmul_precision", "tensorfloat32")
     dev = jax.devices()[0]
     base = (dev.memory_stats() or {}).get("bytes_in_use", 0)
-    L, H = cfg["n_layer"], cfg["n_head"]
-
-    def ln(x, g, b):
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        return (x - mu) / jnp.sqrt(var + 1e-5) * g + b
-
-    def loss_fn(P, idx, tgt):
-        B, T = idx.shape
-        x = P["wte.weight"][idx] + P["wpe.weight"][:T]
-        C = x.shape[-1]
-        for i in range(L):
-            p = f"h.{i}."
-            h = ln(x, P[p + "ln_1.weight"], P[p + "ln_1.bias"])
-            qkv = h @ P[p + "attn.c_attn.weight"] + P[p + "attn.c_attn.bias"]
-            q, k, v = (t.reshape(B, T, H, C // H) for t in jnp.split(qkv, 3, axis=-1))
-            y = jax.nn.dot_product_attention(q, k, v, is_causal=True).reshape(B, T, C)
-            x = x + y @ P[p + "attn.c_proj.weight"] + P[p + "attn.c_proj.bias"]
-            h = ln(x, P[p + "ln_2.weight"], P[p + "ln_2.bias"])
-            h = jax.nn.gelu(h @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"], approximate=True)
-            x = x + h @ P[p + "mlp.c_proj.weight"] + P[p + "mlp.c_proj.bias"]
-        x = ln(x, P["ln_f.weight"], P["ln_f.bias"])
-        logits = x @ P["wte.weight"].T
-        return optax.softmax_cross_entropy_with_integer_labels(logits, tgt).mean()
-
-    tx = optax.adamw(LR, b1=B1, b2=B2, eps=EPS, weight_decay=WD,
-                     mask=lambda P: jax.tree_util.tree_map(lambda p: p.ndim >= 2, P))
+    loss_fn = jax_loss(cfg, attention=lambda q, k, v: jax.nn.dot_product_attention(
+        q, k, v, is_causal=True))
+    tx = jax_adamw()
 
     def train_step(P, s, idx, tgt):
         loss, g = jax.value_and_grad(loss_fn)(P, idx, tgt)

@@ -126,26 +126,34 @@ def worker_nova(cfg, weights, idx, tgt, n_steps):
     return first, _timed_steps(run, n_steps), losses[0]
 
 
-def _torch_model(cfg, weights):
+def torch_loss(cfg, P, attention=None):
+    """loss_fn(idx, tgt) of this benchmark's GPT-2 in PyTorch over the parameter dict P (GPT-2's
+    dotted names); attention(q, k, v) on (B, H, T, D) tensors, causal (default: written out as
+    a masked softmax, as the other frameworks' users write it). bench/device_check.py passes
+    scaled_dot_product_attention."""
     import torch
     import torch.nn.functional as F
 
-    P = {k: torch.tensor(v, requires_grad=True) for k, v in weights.items()}
     L, H = cfg["n_layer"], cfg["n_head"]
+
+    def masked_softmax_attention(q, k, v):
+        T = q.shape[-2]
+        mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+        s = (q @ k.transpose(-1, -2)) * (1.0 / q.shape[-1] ** 0.5)
+        return torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1) @ v
+
+    attention = attention or masked_softmax_attention
 
     def loss_fn(idx, tgt):
         B, T = idx.shape
         x = P["wte.weight"][idx] + P["wpe.weight"][:T]
         C = x.shape[-1]
-        mask = torch.ones(T, T, dtype=torch.bool).tril()
         for i in range(L):
             p = f"h.{i}."
             h = F.layer_norm(x, (C,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], 1e-5)
             qkv = h @ P[p + "attn.c_attn.weight"] + P[p + "attn.c_attn.bias"]
             q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in qkv.split(C, dim=-1))
-            s = (q @ k.transpose(-1, -2)) * (1.0 / (C // H) ** 0.5)
-            a = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)
-            y = (a @ v).transpose(1, 2).reshape(B, T, C)
+            y = attention(q, k, v).transpose(1, 2).reshape(B, T, C)
             x = x + y @ P[p + "attn.c_proj.weight"] + P[p + "attn.c_proj.bias"]
             h = F.layer_norm(x, (C,), P[p + "ln_2.weight"], P[p + "ln_2.bias"], 1e-5)
             h = F.gelu(h @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"], approximate="tanh")
@@ -154,12 +162,19 @@ def _torch_model(cfg, weights):
         logits = x @ P["wte.weight"].T
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
 
+    return loss_fn
+
+
+def _torch_model(cfg, weights):
+    import torch
+
+    P = {k: torch.tensor(v, requires_grad=True) for k, v in weights.items()}
     decay = [p for p in P.values() if p.ndim >= 2]
     no_decay = [p for p in P.values() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=LR, betas=(B1, B2), eps=EPS, foreach=True)
-    return loss_fn, opt
+    return torch_loss(cfg, P), opt
 
 
 def worker_torch(cfg, weights, idx, tgt, n_steps, compiled: bool):
@@ -188,9 +203,10 @@ def worker_torch(cfg, weights, idx, tgt, n_steps, compiled: bool):
     return first, _timed_steps(run, n_steps), losses[0]
 
 
-def worker_jax(cfg, weights, idx, tgt, n_steps):
-    import time
-
+def jax_loss(cfg, attention=None):
+    """loss_fn(P, idx, tgt) of this benchmark's GPT-2 in JAX (P: GPT-2's dotted names);
+    attention(q, k, v) on (B, T, H, D) arrays, causal (default: written out as a masked
+    softmax). bench/device_check.py passes jax.nn.dot_product_attention."""
     import jax
     import jax.numpy as jnp
     import optax
@@ -202,20 +218,25 @@ def worker_jax(cfg, weights, idx, tgt, n_steps):
         var = ((x - mu) ** 2).mean(-1, keepdims=True)
         return (x - mu) / jnp.sqrt(var + 1e-5) * g + b
 
+    def masked_softmax_attention(q, k, v):
+        q, k, v = (t.transpose(0, 2, 1, 3) for t in (q, k, v))
+        T = q.shape[-2]
+        s = (q @ jnp.swapaxes(k, -1, -2)) * (1.0 / q.shape[-1] ** 0.5)
+        a = jax.nn.softmax(jnp.where(jnp.tril(jnp.ones((T, T), bool)), s, -jnp.inf), axis=-1)
+        return (a @ v).transpose(0, 2, 1, 3)
+
+    attention = attention or masked_softmax_attention
+
     def loss_fn(P, idx, tgt):
         B, T = idx.shape
         x = P["wte.weight"][idx] + P["wpe.weight"][:T]
         C = x.shape[-1]
-        mask = jnp.tril(jnp.ones((T, T), bool))
         for i in range(L):
             p = f"h.{i}."
             h = ln(x, P[p + "ln_1.weight"], P[p + "ln_1.bias"])
             qkv = h @ P[p + "attn.c_attn.weight"] + P[p + "attn.c_attn.bias"]
-            q, k, v = (t.reshape(B, T, H, C // H).transpose(0, 2, 1, 3)
-                       for t in jnp.split(qkv, 3, axis=-1))
-            s = (q @ jnp.swapaxes(k, -1, -2)) * (1.0 / (C // H) ** 0.5)
-            a = jax.nn.softmax(jnp.where(mask, s, -jnp.inf), axis=-1)
-            y = (a @ v).transpose(0, 2, 1, 3).reshape(B, T, C)
+            q, k, v = (t.reshape(B, T, H, C // H) for t in jnp.split(qkv, 3, axis=-1))
+            y = attention(q, k, v).reshape(B, T, C)
             x = x + y @ P[p + "attn.c_proj.weight"] + P[p + "attn.c_proj.bias"]
             h = ln(x, P[p + "ln_2.weight"], P[p + "ln_2.bias"])
             h = jax.nn.gelu(h @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"], approximate=True)
@@ -224,8 +245,26 @@ def worker_jax(cfg, weights, idx, tgt, n_steps):
         logits = x @ P["wte.weight"].T
         return optax.softmax_cross_entropy_with_integer_labels(logits, tgt).mean()
 
-    tx = optax.adamw(LR, b1=B1, b2=B2, eps=EPS, weight_decay=WD,
-                     mask=lambda P: jax.tree_util.tree_map(lambda p: p.ndim >= 2, P))
+    return loss_fn
+
+
+def jax_adamw():
+    """optax.adamw with this benchmark's hyperparameters, weight decay on the 2-D weights."""
+    import jax
+    import optax
+
+    return optax.adamw(LR, b1=B1, b2=B2, eps=EPS, weight_decay=WD,
+                       mask=lambda P: jax.tree_util.tree_map(lambda p: p.ndim >= 2, P))
+
+
+def worker_jax(cfg, weights, idx, tgt, n_steps):
+    import time
+
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    loss_fn, tx = jax_loss(cfg), jax_adamw()
     P = {k: jnp.asarray(v) for k, v in weights.items()}
     state = [P, tx.init(P)]
 

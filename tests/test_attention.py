@@ -131,6 +131,19 @@ def _flatten(out):
     return [value, *grads]
 
 
+def _fused_matches_decomposition(loss, q, k, v, rtol=1e-5, what=""):
+    """value_and_grad of `loss` compiled with the attention pass (one flash forward and one
+    flash backward kernel) against the decomposition run by the interpreter; the compiled."""
+    fn = nova.value_and_grad(loss, argnums=(0, 1, 2))
+    compiled, got = _run(fn, q, k, v)
+    assert _kernels(compiled, "flash_attention_fwd") == 1
+    assert _kernels(compiled, "flash_attention_bwd") == 1
+    _, want = _run(fn, q, k, v, fused=False)
+    for g, x, name in zip(_flatten(got), _flatten(want), ["loss", "dq", "dk", "dv"]):
+        _rel_close(g, x, rtol=rtol, what=f"{what} {name}")
+    return compiled
+
+
 # --- recognition --------------------------------------------------------------------------------
 
 
@@ -237,13 +250,7 @@ def test_general_masks_are_fused_as_operands(kind):
         e = jnp.exp(s - jnp.max(s, -1, keepdims=True))
         return jnp.sum(e / jnp.sum(e, -1, keepdims=True) @ v * w)
 
-    fn = nova.value_and_grad(loss, argnums=(0, 1, 2))
-    compiled, got = _run(fn, q, k, v)
-    assert _kernels(compiled, "flash_attention_fwd") == 1
-    assert _kernels(compiled, "flash_attention_bwd") == 1
-    _, want = _run(fn, q, k, v, fused=False)
-    for g, x in zip(_flatten(got), _flatten(want)):
-        _rel_close(g, x)
+    _fused_matches_decomposition(loss, q, k, v, what=kind)
 
 
 def test_fully_masked_row_gives_zeros_not_nan():
@@ -371,14 +378,8 @@ def test_key_blocks_past_the_diagonal_and_tails(kind, t, dtype):
         e = jnp.exp(s - jnp.max(s, -1, keepdims=True))
         return jnp.sum(e / jnp.sum(e, -1, keepdims=True) @ v * w)
 
-    fn = nova.value_and_grad(loss, argnums=(0, 1, 2))
-    compiled, got = _run(fn, q, k, v)
-    assert _kernels(compiled, "flash_attention_fwd") == 1
-    assert _kernels(compiled, "flash_attention_bwd") == 1
+    rtol = 1e-12 if dtype == np.float64 else 2e-5
+    compiled = _fused_matches_decomposition(loss, q, k, v, rtol, what=f"{kind} T={t}")
     kinds = {e.params["mask_kind"] for e in compiled.program.eqns
              if e.prim.name.startswith("flash_attention")}
     assert kinds == {kind}, kinds
-    _, want = _run(fn, q, k, v, fused=False)
-    rtol = 1e-12 if dtype == np.float64 else 2e-5
-    for g, x, name in zip(_flatten(got), _flatten(want), ["loss", "dq", "dk", "dv"]):
-        _rel_close(g, x, rtol=rtol, what=f"{kind} T={t} {name}")

@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from nova.compiler.codegen.builder import Builder, Value, elem_type, float_literal
-from nova.compiler.codegen.cpu.matmul import host_device
+from nova.compiler.codegen.cpu.matmul import host_device, shuffle_transpose
 from nova.compiler.kernel import Kernel
 
 # Keys per block: BK_VECTORS vectors of W keys (a group's scratch tiles are GROUP_ROWS x BK).
@@ -196,7 +196,7 @@ class AttentionEmitter:
             self.open(f"scf.for %tc = {c0} to {self.idx(cfull)} step {self.idx(w)}")
             vecs = [self.op(f"vector.load {src}[{n}, {self.iadd('%tj', self.idx(r))}, %tc] : "
                             f"{st}, {vt}") for r in range(w)]
-            for q, v in enumerate(self._transpose(vecs, w)):
+            for q, v in enumerate(shuffle_transpose(self.op, vecs, w, vt)):
                 self.emit(f"vector.store {v}, {dst}[{self.iadd('%tc', self.idx(q))}, %tj] : "
                           f"{dt}, {vt}")
             self.close()
@@ -219,21 +219,6 @@ class AttentionEmitter:
             self.emit(f"memref.store {self.fc(0.0)}, {dst}[%tc, %tj] : {dt}")
             self.close()
             self.close()
-
-    def _transpose(self, vecs: list, w: int) -> list:
-        """The transpose of a w x w block held as w vectors (w a power of 2): log2(w) rounds of
-        interleaving lower / upper halves (`vector.shuffle`, unpack / permute instructions)."""
-        vt = self.vt(w)
-        lo = [q // 2 + (q % 2) * w for q in range(w)]
-        hi = [w // 2 + q // 2 + (q % 2) * w for q in range(w)]
-        for _ in range(w.bit_length() - 1):
-            new = []
-            for i in range(w // 2):
-                a, b = vecs[i], vecs[i + w // 2]
-                for mask in (lo, hi):
-                    new.append(self.op(f"vector.shuffle {a}, {b} {mask} : {vt}, {vt}"))
-            vecs = new
-        return vecs
 
     def dot_group(self, dst: str, src: str, src_t: str, n: str, i0: str, rows: str,
                   width: int, t_buf: str, j0: str, need: str) -> None:

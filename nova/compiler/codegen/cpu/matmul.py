@@ -321,6 +321,24 @@ def plan(spec: MatmulSpec, device: CPUDevice | None = None) -> dict:
 # --- IR emission -----------------------------------------------------------------------------
 
 
+def shuffle_transpose(op, rows: list[str], tw: int, vt: str) -> list[str]:
+    """The transpose of a tw x tw block held as tw vectors `rows` of type `vt` (tw a power of
+    2): log2(tw) rounds of `new[2i], new[2i+1] = interleave_lo/hi(r[i], r[i + tw/2])` (the
+    perfect-shuffle transpose), each a `vector.shuffle` that LLVM maps to unpack / permute
+    instructions. op(text) emits one operation and returns its SSA name."""
+    lo = [q // 2 + (q % 2) * tw for q in range(tw)]
+    hi = [tw // 2 + q // 2 + (q % 2) * tw for q in range(tw)]
+    for _ in range(tw.bit_length() - 1):
+        new = []
+        for i in range(tw // 2):
+            a, b = rows[i], rows[i + tw // 2]
+            for mask in (lo, hi):
+                new.append(op(f"vector.shuffle {a}, {b} {mask} : {vt}, {vt}"))
+        rows = new
+    return rows
+
+
+
 class _Emitter:
     """Lines of MLIR with an indentation level, fresh SSA names and hoisted constants."""
 
@@ -663,21 +681,8 @@ class _MatmulGen:
             self.pack_transposed(A, at, i, mv, mr, "%ip", self.Ap, self.ap_t, pc, kc)
 
     def transpose(self, rows: list[str], tw: int) -> list[str]:
-        """The transpose of a tw x tw block held as tw vectors of width tw (tw a power of 2):
-        log2(tw) rounds of `new[2i], new[2i+1] = interleave_lo/hi(r[i], r[i + tw/2])` (the
-        perfect-shuffle transpose), each a `vector.shuffle` that LLVM maps to unpack/permute
-        instructions."""
-        e, vt = self.e, f"vector<{tw}x{self.elem}>"
-        lo = [q // 2 + (q % 2) * tw for q in range(tw)]
-        hi = [tw // 2 + q // 2 + (q % 2) * tw for q in range(tw)]
-        for _ in range(tw.bit_length() - 1):
-            new = []
-            for i in range(tw // 2):
-                a, b = rows[i], rows[i + tw // 2]
-                for mask in (lo, hi):
-                    new.append(e.op(f"vector.shuffle {a}, {b} {mask} : {vt}, {vt}", "tr"))
-            rows = new
-        return rows
+        return shuffle_transpose(lambda text: self.e.op(text, "tr"), rows, tw,
+                                 f"vector<{tw}x{self.elem}>")
 
     def pack_transposed(self, src, src_t, base, nvalid, r, p, dst, dst_t, pc, kc) -> None:
         """dst[p, kk, c] = src[bb, base + c, pc + kk] for c < r (0 for c >= nvalid), kk < kc

@@ -642,8 +642,11 @@ def jit(
     its intermediates; the donated Arrays are deleted after the call (using them raises
     DeletedArrayError). A buffer the caller can still see is never written: a NumPy argument, an
     Array made by `asarray` from NumPy data or one whose values went out through `np.asarray`
-    is copied first (only when the program would reuse it). Usable as `@jit` or
-    `@jit(static_argnums=...)`.
+    is copied first (only when the program would reuse it). Negative positions count from the
+    end of f's positional parameters. Usable as `@jit` or `@jit(static_argnums=...)`.
+
+    Raises ValueError for a position out of range of f's positional parameters, a
+    static_argnames entry naming no parameter, or an argument both static and donated.
     """
     if f is None:
         return lambda g: jit(g, static_argnums=static_argnums, static_argnames=static_argnames,

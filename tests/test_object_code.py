@@ -81,6 +81,20 @@ def test_the_pipeline_is_part_of_the_cache_key(monkeypatch):
     assert cache.host_target() != default
 
 
+def test_the_usable_cores_are_part_of_the_cache_key(monkeypatch):
+    # Kernels split their loops over host_device().cores threads: a process limited to one core
+    # (taskset) must not load the executable a two-core process cached, nor the reverse.
+    import dataclasses
+
+    from nova.compiler.codegen.cpu import matmul
+
+    dev = matmul.host_device()
+    default = cache.host_target()
+    monkeypatch.setattr(matmul, "host_device",
+                        lambda: dataclasses.replace(dev, cores=dev.cores + 1))
+    assert cache.host_target() != default
+
+
 @pytest.mark.parametrize("route", ["c-api", "execution-engine"])
 def test_both_routes_compute_the_same_program(route, monkeypatch, tmp_path):
     """Kernels through the C API, and through MLIR's ExecutionEngine where it is missing."""

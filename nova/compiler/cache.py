@@ -33,7 +33,9 @@ def cache_dir() -> str:
 
 
 def host_target() -> str:
-    """The CPU target string: the ISA flags the JIT compiles for (kernels are host-specific)."""
+    """The CPU target string: the ISA flags the JIT compiles for (kernels are host-specific)
+    and the cores this process may use (kernels split their loops over that many threads: an
+    executable cached by a process with two cores ran two threads on one under `taskset -c 0`)."""
     flags = ""
     try:
         with open("/proc/cpuinfo") as f:
@@ -44,9 +46,11 @@ def host_target() -> str:
     except OSError:
         pass
     from nova.compiler.codegen.cpu.compile import llvm_options
+    from nova.compiler.codegen.cpu.matmul import host_device
     from nova.compiler.codegen.cpu.object_code import pipeline
 
     flags += "|" + " ".join(llvm_options()) + "|" + pipeline()  # they change the code too
+    flags += f"|cores={host_device().cores}"
     return f"cpu:{platform.machine()}:{hashlib.sha1(flags.encode()).hexdigest()[:12]}"
 
 

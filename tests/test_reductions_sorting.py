@@ -592,6 +592,28 @@ def test_compiled_exp_across_its_range_with_overflow_and_subnormals():
     assert got[x < -104.0].max() == 0.0
 
 
+def test_compiled_exp_fast_path_matches_the_full_path_bit_for_bit():
+    """Vectors with every |x| <= 87 take exp's fast path (one shift builds 2^n), others the full
+    one in a branch: a lane's result must not depend on which path its neighbours chose, and
+    both stay within ~1 ulp of the exact value."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-87.0, 87.0, 4096).astype(np.float32)
+    x[:64] = np.linspace(-87.0, 87.0, 64)  # the fast path's edges
+    far = x.copy()
+    far[::5] = -100.0  # a subnormal result in most vectors: they take the full path
+    f = nova.jit(jnp.exp)
+    near_got, far_got = np.asarray(f(x)), np.asarray(f(far))
+    keep = np.ones(x.size, bool)
+    keep[::5] = False
+    np.testing.assert_array_equal(near_got[keep], far_got[keep])
+    exact = np.exp(x.astype(np.float64))
+    ulps = np.abs(near_got - exact) / np.spacing(exact.astype(np.float32)).astype(np.float64)
+    assert ulps.max() <= 1.1, float(ulps.max())
+    assert ulps.mean() <= 0.35, float(ulps.mean())
+    assert np.all(far_got[~keep] == np.float32(np.exp(-100.0)))
+    assert float(np.asarray(f(np.zeros(16, np.float32))).max()) == 1.0
+
+
 def test_compiled_tanh_across_its_range():
     """tanh's argument clamp at +-9 and result clamp at +-1 keep it within 4 ulp of NumPy
     everywhere (subnormal arguments included), +-1 from |x| = 9 on (NumPy: 1 ulp below from 9

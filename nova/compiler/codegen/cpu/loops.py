@@ -654,6 +654,11 @@ def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int | None = None,
             # registers). GELU-tanh on (8192, 768) float32: 15.3 -> 13.1 cycles per 8 elements
             # (llvm-mca, Zen 3), median time -10 % measured (bench/NOTES.md round 5).
             widths = [2 * native, native]
+        elif tuple(A) == (len(S) - 1,) and weighted_intensity(kernel) > MAX_STREAMING_INTENSITY:
+            # The same for rows whose passes are arithmetic-bound (softmax, cross-entropy: an
+            # exp per element): single-thread softmax on cached (256, 768) rows -6 % (bench/
+            # NOTES.md round 8).
+            widths = [2 * native, native]
     else:
         widths = [vector_width]
     for width in [w for w in widths if w]:

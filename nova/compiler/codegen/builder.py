@@ -345,6 +345,11 @@ class Builder:
     def _fma(self, a, b, c):
         return self.op(f"math.fma {a.name}, {b.name}, {c.name} : {a.type}", a.dtype, a.width)
 
+    # Whether vector exps take the branchy fast path (`_exp_f32`): the CPU's emitters turn it
+    # on; the GPU's keep the branch-free form (a branch per vector of a thread's lanes, and
+    # the SIMT simulator has no vector reductions).
+    exp_fast_path = False
+
     # |x| up to which _exp_f32's vector fast path applies: n = round(x / ln 2) stays within
     # [-126, 126], so 2^n is one normal float built by a single shift.
     EXP_FAST_LIMIT = 87.0
@@ -360,9 +365,10 @@ class Builder:
         (an infinity included) takes `_exp_f32_full` in an `scf.if` branch; a NaN lane compares
         false, stays on the fast path and comes out NaN (every step carries it). Both paths give the same
         bits for a lane in range (2^n is exact either way), so a result does not depend on its
-        neighbours. Scalars (the GPU's threads, remainder loops) always run `_exp_f32_full`."""
+        neighbours. Scalars (remainder loops) and builders without `exp_fast_path` (the GPU's)
+        always run `_exp_f32_full`."""
         w = x.width
-        if not w:
+        if not w or not self.exp_fast_path:
             return self._exp_f32_full(x)
         t = x.type
         it = f"vector<{w}xi32>"

@@ -55,6 +55,7 @@ class AttentionEmitter:
         self.we = _pow2_divisor(self.dv, self.w)
         self.prog = kernel.program
         self.b = Builder(prefix="a")
+        self.b.exp_fast_path = True
         self.b.default_dtype = q.dtype
         self.b.indent = 4
         self.consts: dict[str, str] = {}

@@ -74,6 +74,7 @@ class _Epilogue(LoopKernelEmitter):
     def __call__(self, b, acc, i, j, args):
         self.calls += 1
         kb = _KB()
+        kb.exp_fast_path = getattr(b, "exp_fast_path", False)  # on with the CPU matmul's builder
         kb.prefix = f"e{self.calls}_"
         kb.indent = b.indent
         self.b = kb

@@ -59,6 +59,7 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         self.k = kernel
         self.W = width
         self.b = _KB()
+        self.b.exp_fast_path = True  # GPULoopEmitter turns it off again
         self.prog = kernel.program
         self.prod = {id(o): e for e in self.prog.eqns for o in e.outputs}
         self.S = tuple(kernel.schedule["iter_shape"])

@@ -430,6 +430,7 @@ class _MatmulGen:
             self.ap_t = f"memref<{t['MC'] // t['MR']}x{t['KC']}x{t['MR']}x{self.elem}>"
         self.ct_t = f"memref<{t['MR']}x{t['NR']}x{self.elem}>"
         self.ep_builder = Builder(prefix="ep")
+        self.ep_builder.exp_fast_path = True
         self.ep_builder.default_dtype = spec.dtype
 
     # ---- top level ----

@@ -52,6 +52,7 @@ class GPULoopEmitter(BlockReduceMixin, ColumnReductionMixin, LoopKernelEmitter):
 
     def __init__(self, name: str, kernel: Kernel, width: int):
         super().__init__(name, kernel, width, threads=1)
+        self.b.exp_fast_path = False
         self.workgroup: list[str] = []  # workgroup-memory attributions of the gpu.func
         self.shared_bytes = 0
         self.grid = (1, 1, 1)

@@ -9,6 +9,7 @@ and records the reason of each miss.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import gc
@@ -53,7 +54,9 @@ class ShapeDtypeStruct:
 
 
 def _aval_of(x, name) -> TensorType:
-    if isinstance(x, Array | ShapeDtypeStruct):
+    if isinstance(x, Array):
+        return x.aval
+    if isinstance(x, ShapeDtypeStruct):
         return TensorType(x.shape, x.dtype)
     if isinstance(x, np.ndarray | np.generic | int | float | bool):
         return TensorType(np.shape(x), dtypes.dtype_of_value(x))
@@ -189,24 +192,22 @@ def _peak_bytes(program: Program) -> tuple[int, int]:
                       program.outputs)
 
 
-def _data_address(v) -> int:
-    return v.__array_interface__["data"][0] if isinstance(v, np.ndarray) else id(v)
-
-
 def _wrap_outputs(raw: list, values: list, handed_over=()) -> list:
     """Arrays of an executable's outputs; one is Nova's own buffer (`owned`) unless it is an
     argument or a view of one. handed_over: flat indices of donated arguments whose buffers
     the executable wrote (an output written over one is Nova's: the argument is deleted)."""
+    handed_over = frozenset(handed_over)
     ins = {id(v) for k, v in enumerate(values) if k not in handed_over}
     # An output returned twice (or two views of one buffer) is shared, so neither copy is
     # Nova's alone: donating one must not write the memory the other shows.
-    roots: dict = {}
+    roots = collections.Counter([id(o if o.base is None else o.base) for o in raw])
+    if len(roots) < len(raw):
+        ins |= {r for r, n in roots.items() if n > 1}
+    out = []
     for o in raw:
-        r = id(o if o.base is None else o.base)
-        roots[r] = roots.get(r, 0) + 1
-    ins |= {r for r, n in roots.items() if n > 1}
-    return [Array(o, owned=id(o) not in ins and (o.base is None or id(o.base) not in ins))
-            for o in raw]
+        base = o.base
+        out.append(Array(o, owned=id(o) not in ins and (base is None or id(base) not in ins)))
+    return out
 
 
 class _gc_paused:
@@ -308,14 +309,14 @@ class Compiled:
         overwritten = self._overwritten()
         if overwritten:
             values = list(values)
-            addresses: dict = {}
-            for v in values:
-                a = _data_address(v)
-                addresses[a] = addresses.get(a, 0) + 1
+            # An owned Array's buffer is Nova's alone (no view of it was handed out, no other
+            # Array shares it): only the same Array passed twice shares it, so counting the
+            # leaves by identity finds every sharing that matters.
+            seen = collections.Counter(map(id, leaves)) if leaves is not None else {}
             for k in overwritten:
                 leaf = leaves[k] if leaves is not None else None
                 mine = isinstance(leaf, Array) and leaf._owned
-                if keep_inputs or not mine or addresses.get(_data_address(values[k]), 0) > 1:
+                if keep_inputs or not mine or seen[id(leaf)] > 1:
                     values[k] = np.array(values[k], copy=True, order="C")
         return self._exe(values)
 

@@ -13,10 +13,6 @@ from nova.core.errors import DeletedArrayError
 from nova.core.ir import TensorType
 
 
-# The bytes every deleted Array's value views (immutable, so the views are read-only).
-_ZEROS = bytes(64)
-
-
 class Array:
     """An immutable array. `shape`, `dtype`, `ndim`, `size`; `np.asarray(x)` gives its values.
 
@@ -31,7 +27,7 @@ class Array:
         """owned: the buffer is Nova's alone (a fresh result no NumPy view was handed out of), so
         a jitted call it is donated to may write into it in place; otherwise donation copies it
         first (an Array made by `asarray` may share memory with the caller's NumPy array)."""
-        if value.dtype not in dtypes.SUPPORTED:
+        if value.dtype not in dtypes.SUPPORTED_SET:
             value = value.astype(dtypes.dtype_of_value(value))
             owned = True
         self._value = value
@@ -146,12 +142,11 @@ class Array:
 
     def delete(self) -> None:
         """Frees the buffer; any later use raises DeletedArrayError (shape and dtype remain)."""
+        # The abstract value keeps shape and dtype answerable without the buffer (a training
+        # step deletes every donated parameter and optimizer state: this stays cheap).
+        self._aval = self.aval
         self._deleted = True
-        # A zero-stride, read-only view of a few zero bytes keeps shape and dtype answerable
-        # without holding the memory (built directly: np.broadcast_to costs ~10 us, and a
-        # training step deletes every donated parameter and optimizer state).
-        v = self._value
-        self._value = np.ndarray(v.shape, v.dtype, buffer=_ZEROS, strides=(0,) * v.ndim)
+        self._value = None
 
     def is_deleted(self) -> bool:
         return self._deleted

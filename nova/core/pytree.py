@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -43,14 +44,32 @@ def register_dataclass(cls=None, *, data_fields=None, meta_fields=None):
         meta = list(meta or [])
         data = list(data)
 
+        def getter(names):  # a tuple of the named attributes, by one C call
+            if not names:
+                return lambda node: ()
+            if len(names) == 1:
+                get1 = operator.attrgetter(names[0])
+                return lambda node: (get1(node),)
+            return operator.attrgetter(*names)
+
+        get_data, get_meta = getter(data), getter(meta)
+
         def flatten(node):
-            return [getattr(node, n) for n in data], tuple(getattr(node, n) for n in meta)
+            return get_data(node), get_meta(node)
 
         def unflatten(aux, children):
             obj = object.__new__(c)
-            for n, v in zip(data, children, strict=True):
+            if len(children) != len(data) or len(aux) != len(meta):
+                raise ValueError(f"{c.__name__}: expected {len(data)} children and "
+                                 f"{len(meta)} aux values, got {len(children)} and {len(aux)}")
+            d = getattr(obj, "__dict__", None)
+            if d is not None:  # one update instead of a frozen-safe setattr per field
+                d.update(zip(data, children))
+                d.update(zip(meta, aux))
+                return obj
+            for n, v in zip(data, children):
                 object.__setattr__(obj, n, v)
-            for n, v in zip(meta, aux, strict=True):
+            for n, v in zip(meta, aux):
                 object.__setattr__(obj, n, v)
             return obj
 
@@ -65,16 +84,23 @@ def _is_namedtuple(x) -> bool:
 
 
 class PyTreeDef:
-    """The structure of a pytree: node kind, aux data and child structures. Hashable."""
+    """The structure of a pytree: node kind, aux data and child structures. Hashable.
 
-    __slots__ = ("kind", "aux", "children", "num_leaves", "_hash")
+    Flattening interns structures (`_node`): the same structure flattened twice is the same
+    object when its aux data are hashable, so a jitted call's signature lookups compare its
+    arguments' structure by identity instead of walking it."""
 
-    def __init__(self, kind, aux, children):
+    __slots__ = ("kind", "aux", "children", "num_leaves", "_hash", "_interned")
+
+    def __init__(self, kind, aux, children, num_leaves: int | None = None):
         self.kind = kind  # "leaf", "none", or a type
         self.aux = aux
         self.children = tuple(children)
-        self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in self.children)
+        if num_leaves is None:
+            num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in self.children)
+        self.num_leaves = num_leaves
         self._hash = None  # computed once: a jitted call hashes its arguments' structure
+        self._interned = False
 
     def _key(self):
         return (self.kind, self.aux, self.children)
@@ -110,6 +136,33 @@ class PyTreeDef:
         return tree_unflatten(self, leaves)
 
 
+# Interned structures by (kind, aux, ids of the interned children): the table keeps them
+# alive, so the ids stay theirs. Cleared when it outgrows _INTERN_MAX (structures made after
+# that are interned afresh; older ones still compare equal, by walking them).
+_INTERN: dict = {}
+_INTERN_MAX = 100_000
+
+
+def _node(kind, aux, kids: tuple, num_leaves: int) -> PyTreeDef:
+    """The PyTreeDef of a node, interned when its aux data are hashable and its children are
+    interned (a node holding a non-interned child is a new object on every flatten, so keying
+    its parent by the child's id would only fill the table)."""
+    for k in kids:
+        if not k._interned:
+            return PyTreeDef(kind, aux, kids, num_leaves)
+    key = (kind, aux, tuple(map(id, kids)))
+    try:
+        hit = _INTERN.get(key)
+    except TypeError:  # unhashable aux data
+        return PyTreeDef(kind, aux, kids, num_leaves)
+    if hit is None:
+        if len(_INTERN) >= _INTERN_MAX:
+            _INTERN.clear()
+        hit = _INTERN[key] = PyTreeDef(kind, aux, kids, num_leaves)
+        hit._interned = True
+    return hit
+
+
 def _flatten(x, leaves, is_leaf):
     if is_leaf is not None and is_leaf(x):
         leaves.append(x)
@@ -117,16 +170,19 @@ def _flatten(x, leaves, is_leaf):
     if x is None:
         return _NONE
     t = type(x)
-    if t in _REGISTRY:
-        children, aux = _REGISTRY[t].flatten(x)
-        return PyTreeDef(t, aux, [_flatten(c, leaves, is_leaf) for c in children])
+    node = _REGISTRY.get(t)
+    n0 = len(leaves)
+    if node is not None:
+        children, aux = node.flatten(x)
+        kids = tuple([_flatten(c, leaves, is_leaf) for c in children])
+        return _node(t, aux, kids, len(leaves) - n0)
     if t is dict or isinstance(x, dict):
         keys = sorted(x.keys(), key=lambda k: (str(type(k)), k))
-        return PyTreeDef(dict, tuple(keys), [_flatten(x[k], leaves, is_leaf) for k in keys])
-    if _is_namedtuple(x):
-        return PyTreeDef(t, None, [_flatten(c, leaves, is_leaf) for c in x])
-    if t is tuple or t is list:
-        return PyTreeDef(t, None, [_flatten(c, leaves, is_leaf) for c in x])
+        kids = tuple([_flatten(x[k], leaves, is_leaf) for k in keys])
+        return _node(dict, tuple(keys), kids, len(leaves) - n0)
+    if t is tuple or t is list or _is_namedtuple(x):
+        kids = tuple([_flatten(c, leaves, is_leaf) for c in x])
+        return _node(t, None, kids, len(leaves) - n0)
     leaves.append(x)
     return _LEAF
 
@@ -134,6 +190,7 @@ def _flatten(x, leaves, is_leaf):
 # Structures without children are immutable and equal to any other of their kind: one each.
 _LEAF = PyTreeDef("leaf", None, ())
 _NONE = PyTreeDef("none", None, ())
+_LEAF._interned = _NONE._interned = True
 
 
 def tree_flatten(tree, is_leaf: Callable | None = None) -> tuple[list, PyTreeDef]:
@@ -155,20 +212,24 @@ def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
 
 
 def _build(td: PyTreeDef, it):
-    if td.kind == "leaf":
+    if td is _LEAF:
         return next(it)
-    if td.kind == "none":
+    kind = td.kind
+    if kind == "leaf":
+        return next(it)
+    if kind == "none":
         return None
-    children = [_build(c, it) for c in td.children]
-    if td.kind is dict:
+    children = [next(it) if c is _LEAF else _build(c, it) for c in td.children]
+    if kind is dict:
         return dict(zip(td.aux, children, strict=True))
-    if td.kind is list:
+    if kind is list:
         return children
-    if td.kind is tuple:
+    if kind is tuple:
         return tuple(children)
-    if td.kind in _REGISTRY:
-        return _REGISTRY[td.kind].unflatten(td.aux, children)
-    return td.kind(*children)  # namedtuple
+    node = _REGISTRY.get(kind)
+    if node is not None:
+        return node.unflatten(td.aux, children)
+    return kind(*children)  # namedtuple
 
 
 def tree_leaves(tree, is_leaf=None) -> list:

@@ -102,3 +102,37 @@ def test_treedef_pickles_without_its_cached_hash_and_allows_unhashable_aux():
     tu.register_pytree_node(Box, lambda b: ([b.x], b.meta), lambda a, c: Box(c[0], a))
     assert tu.tree_map(lambda a, b: a + b, Box(1, ["relu"]), Box(2, ["relu"])).x == 3
     assert tu.tree_structure(Box(1, ["relu"])) == tu.tree_structure(Box(5, ["relu"]))
+
+
+def test_equal_structures_flatten_to_one_interned_treedef():
+    """Flattening interns structures, so a jitted call's signature lookups compare them by
+    identity; aux data that is not hashable (and everything above it) is left out of the table
+    (a new object per flatten would only fill it), and still compares equal."""
+    from nova.core import pytree
+
+    tree = {"b": [1, (2, None, Point(3, 4))], "a": Linear(5, 6), "c": Pair(7, {"z": 8})}
+    assert tu.tree_structure(tree) is tu.tree_structure(tree)
+    assert tu.tree_structure(Linear(1, 2, name="a")) is not tu.tree_structure(
+        Linear(1, 2, name="b"))
+
+    class Box:
+        def __init__(self, x, meta):
+            self.x, self.meta = x, meta
+
+    tu.register_pytree_node(Box, lambda b: ([b.x], b.meta), lambda a, c: Box(c[0], a))
+    size = len(pytree._INTERN)
+    one, two = tu.tree_structure([Box(1, ["relu"])]), tu.tree_structure([Box(2, ["relu"])])
+    assert one is not two and one == two and one.num_leaves == 1
+    assert len(pytree._INTERN) == size
+    # an interned subtree keeps its identity under a non-interned parent
+    assert one.children[0].children[0] is tu.tree_structure(1)
+
+
+def test_dataclass_unflatten_checks_counts_and_skips_init():
+    leaves, td = tu.tree_flatten(Linear(np.ones(2), 3.0, name="x"))
+    back = tu.tree_unflatten(td, [10, 20])
+    assert (back.w, back.b, back.name) == (10, 20, "x")
+    from nova.core.pytree import _REGISTRY
+
+    with pytest.raises(ValueError, match="expected 2 children"):
+        _REGISTRY[Linear].unflatten(("x",), [1])

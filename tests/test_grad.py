@@ -264,3 +264,22 @@ def test_zero_cotangent_through_an_infinite_constant_stays_zero_in_every_float(d
     np.testing.assert_array_equal(np.asarray(h).astype(np.float32), [0.0, np.inf])
     g = nova.grad(lambda x: jnp.sum((0.0 * (x * nan)).astype(jnp.float32)))(x)
     np.testing.assert_array_equal(np.asarray(g).astype(np.float32), [0.0, 0.0])
+
+
+def test_zero_safe_product_is_bitwise_the_masked_product_and_keeps_its_derivative():
+    """VJPs multiply cotangent and partial as ct * d with d read as 0 where ct == 0 and d is not
+    finite (DESIGN.md, Numerics): bit for bit (signed zeros included), eagerly and compiled, and
+    its derivative with respect to ct is 0 at the masked points, d elsewhere."""
+    from nova.ops.elementwise import _zero_safe_mul
+
+    vals = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], np.float32)
+    ct, d = (a.ravel() for a in np.meshgrid(vals, vals, indexing="ij"))
+    with np.errstate(invalid="ignore"):
+        want = ct * np.where((ct == 0) & ~np.isfinite(d), np.float32(0), d)
+    for f in (_zero_safe_mul, nova.jit(_zero_safe_mul)):
+        got = np.asarray(f(ct, d))
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    dct = np.asarray(nova.grad(lambda c: jnp.sum(_zero_safe_mul(c, d)))(ct))
+    masked = (ct == 0) & ~np.isfinite(d)
+    np.testing.assert_array_equal(dct[masked], 0.0)
+    np.testing.assert_array_equal(dct[~masked], d[~masked])

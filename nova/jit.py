@@ -360,17 +360,11 @@ class Lowered:
     def program(self) -> Program:
         """The Program after the pass pipeline (run on first access)."""
         if self._program is None:
-            from nova.compiler.pipeline import run_passes
+            from nova.compiler.pipeline import run_passes, target_options
 
             self._traced.verify()
-            # CUDA targets fuse only the attentions their flash kernels cover (dtype, head
-            # dims); the others stay matmuls and softmax (the T x T scores are materialized).
-            options = None
-            if self.target is not None and self.target.startswith("cuda"):
-                from nova.compiler.codegen.cuda.attention import supports
-
-                options = {"attention": {"supports": supports}}
-            self._program = run_passes(self._traced.program, options=options)
+            self._program = run_passes(self._traced.program,
+                                       options=target_options(self.target))
         return self._program
 
     def as_text(self) -> str:

@@ -14,7 +14,7 @@ from nova.compiler import backend_cuda
 from nova.compiler.codegen.cuda.attention import supports
 from nova.compiler.codegen.cuda.compile import ptxas_available, ptxas_info, wrap_module
 from nova.compiler.fuse import fuse
-from nova.compiler.pipeline import run_passes
+from nova.compiler.pipeline import run_passes, target_options
 from nova.core.interpreter import run_program
 from nova.nn import functional as F
 from nova.ops.attention import flash_attention, flash_attention_bwd_p
@@ -22,7 +22,7 @@ from nova.ops.attention import flash_attention, flash_attention_bwd_p
 S = nova.ShapeDtypeStruct
 f32, f64 = np.float32, np.float64
 needs_ptxas = pytest.mark.skipif(not ptxas_available(), reason="ptxas is not on PATH")
-CUDA_PASSES = {"attention": {"supports": supports}}
+CUDA_PASSES = target_options("cuda")
 
 
 @pytest.fixture(autouse=True)

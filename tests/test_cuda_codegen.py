@@ -15,7 +15,7 @@ from nova import gpu
 from nova.compiler import backend_cuda
 from nova.compiler.codegen.cuda.compile import parse_target, ptxas_available, ptxas_info
 from nova.compiler.fuse import fuse
-from nova.compiler.pipeline import run_passes
+from nova.compiler.pipeline import run_passes, target_options
 from nova.core import dtypes
 from nova.nn import functional as F
 
@@ -86,7 +86,7 @@ CASES = [
 
 
 def _fused(fn, specs):
-    return fuse(run_passes(nova.make_program(fn)(*specs)))
+    return fuse(run_passes(nova.make_program(fn)(*specs), options=target_options("cuda")))
 
 
 @pytest.fixture(scope="module", params=["sm_80", "sm_90"])
@@ -193,7 +193,7 @@ def _simulate_program(fn, specs, precision, seed=0, sm_count=None):
     from nova.core.interpreter import run_program
 
     rng = np.random.default_rng(seed)
-    prog = run_passes(nova.make_program(fn)(*specs))
+    prog = run_passes(nova.make_program(fn)(*specs), options=target_options("cuda"))
     args = [rng.integers(0, s.shape[-1], s.shape).astype(s.dtype) if np.dtype(s.dtype).kind in "iu"
             else rng.standard_normal(s.shape).astype(s.dtype) for s in specs]
     env = {id(v): a for v, a in zip(prog.inputs, args, strict=True)}

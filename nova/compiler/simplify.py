@@ -11,7 +11,11 @@
   sums, products and selections of those whose magnitude bound stays below the dtype's maximum)
   -> false;
 - transpose(dot_general(x, y)) that only swaps the free dimensions -> dot_general(y, x) (when the
-  transpose is the product's only reader).
+  transpose is the product's only reader);
+- dot_general(transpose(x), y) (or of a transposed y) -> dot_general(x, y) with the dimension
+  numbers read through the permutation, when the result stays a GEMM over the operands' memory
+  (`gemm_layout`): `a.T @ g` and `x @ w.T` read a and w where they are instead of a transposed
+  copy.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ _KEEPS_BOUNDED = {"neg", "broadcast_in_dim", "reshape", "transpose", "abs", "add
                   "select"}
 
 
-def simplify(program: Program) -> Program:
+def simplify(program: Program, fold_operand_transposes: bool = True) -> Program:
+    """The rewrites of the module docstring; fold_operand_transposes=False keeps transposes
+    that feed a dot_general (CUDA targets, `pipeline.target_options`)."""
     rw = Rewriter(program)
     uses: dict[int, int] = {}
     for e in program.eqns:
@@ -103,6 +109,13 @@ def simplify(program: Program) -> Program:
                                      {"dimension_numbers": swapped}, e.source)
                     rw.replace(out, res)
                     continue
+        if name == "dot_general" and fold_operand_transposes:
+            folded = _fold_operand_transposes(rw, ins, e.params["dimension_numbers"])
+            if folded is not None:
+                (res,) = rw.emit("dot_general", folded[0], {"dimension_numbers": folded[1]},
+                                 e.source)
+                rw.replace(out, res)
+                continue
         if name == "reduce_sum":
             src = rw.producer.get(id(ins[0]))
             if src is not None and src.prim.name == "broadcast_in_dim":
@@ -168,6 +181,39 @@ def _swapped_dimension_numbers(dot, perm):
     if list(perm) != want or want == list(range(len(want))):
         return None
     return ((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb)))
+
+
+def _fold_operand_transposes(rw: Rewriter, ins, dimension_numbers):
+    """([x, y], dimension numbers) of a dot_general reading its transposed operands' sources
+    directly, or None when neither operand is a transpose or the folded form is no GEMM over
+    memory as it is. dot_general's result dims are (batch, lhs free, rhs free), each free block
+    in increasing operand-dim order: a permutation that reorders an operand's free dims among
+    themselves would change the result's layout, so it is left alone."""
+    from nova.compiler.codegen.cpu.contraction import gemm_layout
+
+    (lc, rc), (lb, rb) = dimension_numbers
+    dims = [[list(lc), list(lb)], [list(rc), list(rb)]]
+    new = list(ins)
+    changed = False
+    for k in (0, 1):
+        src = rw.producer.get(id(ins[k]))
+        if src is None or src.prim.name != "transpose":
+            continue
+        perm = src.params["permutation"]
+        contract, batch = dims[k]
+        free = [d for d in range(len(perm)) if d not in contract and d not in batch]
+        mapped_free = [perm[d] for d in free]
+        if mapped_free != sorted(mapped_free):
+            continue
+        dims[k] = [[perm[d] for d in contract], [perm[d] for d in batch]]
+        new[k] = src.inputs[0]
+        changed = True
+    if not changed:
+        return None
+    dn = ((tuple(dims[0][0]), tuple(dims[1][0])), (tuple(dims[0][1]), tuple(dims[1][1])))
+    if gemm_layout(new[0].type, new[1].type, dn) is None:
+        return None
+    return new, dn
 
 
 def _zeros(rw: Rewriter, like, source):

@@ -1,7 +1,7 @@
 """The kernel cache: compiled kernels by structural hash, in memory and on disk.
 
-Key = sha256 of the kernel's canonical text + kind + schedule + target + codegen version (see
-Kernel.key). On disk (`NOVA_CACHE_DIR`, default ~/.cache/nova) each entry is a small JSON record
+Key = sha256 of the kernel's canonical text + kind + schedule + target (ISA flags, LLVM options,
+usable cores) + codegen version (see Kernel.key). On disk (`NOVA_CACHE_DIR`, default ~/.cache/nova) each entry is a small JSON record
 `<key>.json` naming a shared library and symbol plus the library's sha256; libraries are written
 atomically (temporary file + rename) and checked against their hash when read, never pickled. A
 corrupt or truncated entry is dropped with a warning and rebuilt; a read-only or full cache

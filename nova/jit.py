@@ -192,12 +192,21 @@ def _peak_bytes(program: Program) -> tuple[int, int]:
                       program.outputs)
 
 
-def _wrap_outputs(raw: list, values: list, handed_over=()) -> list:
+def _wrap_outputs(raw: list, values: list, handed_over=(), leaves=None) -> list:
     """Arrays of an executable's outputs; one is Nova's own buffer (`owned`) unless it is an
     argument or a view of one. handed_over: flat indices of donated arguments whose buffers
-    the executable wrote (an output written over one is Nova's: the argument is deleted)."""
+    the executable wrote (an output written over one is Nova's: the argument is deleted).
+    leaves: the call's argument leaves; an Array argument whose buffer an output shows is no
+    longer owned either (donating it later must not write what the output shows)."""
     handed_over = frozenset(handed_over)
     ins = {id(v) for k, v in enumerate(values) if k not in handed_over}
+    if leaves is not None:
+        roots = {id(v if v.base is None else v.base): k for k, v in enumerate(values)
+                 if k not in handed_over and isinstance(v, np.ndarray)}
+        for o in raw:
+            k = roots.get(id(o if o.base is None else o.base))
+            if k is not None and isinstance(leaves[k], Array):
+                leaves[k]._owned = False
     # An output returned twice (or two views of one buffer) is shared, so neither copy is
     # Nova's alone: donating one must not write the memory the other shows.
     roots = collections.Counter([id(o if o.base is None else o.base) for o in raw])
@@ -342,7 +351,7 @@ class Compiled:
             )
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
         raw = self._call_flat(vals, leaves)
-        outs = _wrap_outputs(raw, vals, self._overwritten())
+        outs = _wrap_outputs(raw, vals, self._overwritten(), leaves)
         if self._fn is not None:
             self._fn._donate_inputs(leaves, sig)
         return tree_unflatten(self.out_tree, outs)
@@ -576,7 +585,7 @@ class JitFunction:
         raw = compiled._call_flat(vals, leaves, keep_inputs=debug_nans)
         if debug_nans and _has_nan(raw) and not _has_nan(vals):
             _find_first_nan(compiled.program, vals)
-        outs = _wrap_outputs(raw, vals, compiled._overwritten())
+        outs = _wrap_outputs(raw, vals, compiled._overwritten(), leaves)
         self._donate_inputs(leaves, sig)
         return tree_unflatten(compiled.out_tree, outs)
 

@@ -313,3 +313,25 @@ def test_a_large_closed_over_array_returned_from_jit_is_the_callers_copy(tmp_pat
         _, c2 = f(jnp.zeros((300, 300)))
         assert float(np.asarray(r)[0, 0]) == 2.0
         assert float(np.asarray(C)[7, 9]) == 1.0 and float(np.asarray(c2)[7, 9]) == 1.0
+
+
+def test_donation_never_writes_a_buffer_another_array_shows():
+    """Found by review: an output that is an argument's own buffer (an identity jit) and a
+    shallow copy share the buffer with an owned Array; donating that Array must copy it first,
+    so neither the result nor the other Array changes."""
+    import copy
+
+    mk = nova.jit(lambda x: x + 1.0)
+    g = nova.jit(lambda a, y: jnp.exp(a) * 2 + y[::-1, ::-1] * 3, donate_argnums=0)
+    want = np.float32(np.exp(1.0) * 2 + 3)
+    for share in (lambda a: nova.jit(lambda x: x)(a), copy.copy):
+        a = mk(np.zeros((16, 16), np.float32))
+        y = share(a)
+        out = np.asarray(g(a, y))
+        assert_close(out, np.full((16, 16), want), rtol=1e-6)
+        np.testing.assert_array_equal(np.asarray(y), 1.0)
+    # a later call donating the argument alone must not write the earlier output either
+    a = mk(np.zeros((16, 16), np.float32))
+    y = nova.jit(lambda x: x)(a)
+    nova.jit(lambda a: jnp.exp(a) * 2, donate_argnums=0)(a)
+    np.testing.assert_array_equal(np.asarray(y), 1.0)

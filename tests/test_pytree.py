@@ -136,3 +136,43 @@ def test_dataclass_unflatten_checks_counts_and_skips_init():
 
     with pytest.raises(ValueError, match="expected 2 children"):
         _REGISTRY[Linear].unflatten(("x",), [1])
+
+
+def test_interning_keeps_aux_types_signs_and_frees_objects():
+    """Found by review: interned structures must not merge aux data that compare equal across
+    types or signs ({1: 0} and {True: 0}, 1 and 1.0, 0.0 and -0.0), must not keep arbitrary aux
+    objects alive, and dataclass unflatten must honour slots on the class's bases."""
+    import gc
+    import weakref
+
+    tu.tree_flatten({1: 0})
+    assert list(tu.tree_map(lambda v: v, {True: 0})) == [True]
+    assert type(list(tu.tree_map(lambda v: v, {True: 0}))[0]) is bool
+    tu.tree_flatten(Linear(0, 1, name=1.0))
+    assert type(tu.tree_map(lambda v: v, Linear(0, 1, name=1)).name) is int
+    tu.tree_flatten(Linear(0, 1, name=0.0))
+    assert np.signbit(tu.tree_map(lambda v: v, Linear(0, 1, name=-0.0)).name)
+
+    class Big:
+        pass
+
+    refs = []
+    for _ in range(5):
+        b = Big()
+        refs.append(weakref.ref(b))
+        tu.tree_flatten(Linear(0, 1, name=b))
+        del b
+    gc.collect()
+    assert not any(r() is not None for r in refs)
+
+    @dataclasses.dataclass(slots=True)
+    class Base:
+        x: object
+
+    @tu.register_dataclass
+    @dataclasses.dataclass
+    class Derived(Base):
+        y: object
+
+    back = tu.tree_map(lambda v: v * 10, Derived(1, 2))
+    assert (back.x, back.y) == (10, 20)

@@ -151,6 +151,19 @@ class Array:
     def is_deleted(self) -> bool:
         return self._deleted
 
+    def __copy__(self):
+        # A shallow copy shares the buffer: neither Array is Nova's alone any more (donating
+        # one must not write what the other shows; found by review). deepcopy copies the data.
+        self._owned = False
+        if type(self) is not Array:  # subclasses (tracers, device arrays): their state round trip
+            out = type(self).__new__(type(self))
+            out.__setstate__(self.__getstate__())
+            return out
+        out = Array.__new__(Array)
+        out._value, out._deleted, out._aval, out._owned = self._value, self._deleted, \
+            self._aval, False
+        return out
+
     def __getstate__(self):
         return {"value": self._concrete("pickle")}
 

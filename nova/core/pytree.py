@@ -57,13 +57,19 @@ def register_dataclass(cls=None, *, data_fields=None, meta_fields=None):
         def flatten(node):
             return get_data(node), get_meta(node)
 
+        # Fields written straight into the instance's __dict__ (one update instead of a
+        # frozen-safe setattr per field) unless a class on the MRO has slots or a field is a
+        # descriptor on the class (a slot or a property would be bypassed: found by review).
+        plain = not any("__slots__" in vars(k) for k in c.__mro__[:-1]) and not any(
+            hasattr(getattr(c, n, None), "__set__") for n in data + meta)
+
         def unflatten(aux, children):
             obj = object.__new__(c)
             if len(children) != len(data) or len(aux) != len(meta):
                 raise ValueError(f"{c.__name__}: expected {len(data)} children and "
                                  f"{len(meta)} aux values, got {len(children)} and {len(aux)}")
-            d = getattr(obj, "__dict__", None)
-            if d is not None:  # one update instead of a frozen-safe setattr per field
+            d = obj.__dict__ if plain else None
+            if d is not None:
                 d.update(zip(data, children))
                 d.update(zip(meta, aux))
                 return obj
@@ -143,18 +149,45 @@ _INTERN: dict = {}
 _INTERN_MAX = 100_000
 
 
+_NOT_INTERNED = object()
+_ATOMS = frozenset({str, int, bool, bytes, type(None)})
+
+
+def _aux_key(aux):
+    """A key for aux data made of plain values (str, int, bool, bytes, None, float, and tuples
+    of them) that tells apart values equal across types (1, 1.0, True) or signs (0.0, -0.0),
+    or _NOT_INTERNED for anything else: other objects would be kept alive by the table, and
+    their equality may merge values the caller tells apart (found by review)."""
+    t = type(aux)
+    if t in _ATOMS:
+        return (t, aux)
+    if t is float:
+        return (float, aux.hex())  # sign of zero and NaN included
+    if t is tuple:
+        if all(type(x) is str for x in aux):  # dict keys, field names: the common case
+            return aux
+        out = []
+        for x in aux:
+            k = _aux_key(x)
+            if k is _NOT_INTERNED:
+                return _NOT_INTERNED
+            out.append(k)
+        return (tuple, tuple(out))
+    return _NOT_INTERNED
+
+
 def _node(kind, aux, kids: tuple, num_leaves: int) -> PyTreeDef:
-    """The PyTreeDef of a node, interned when its aux data are hashable and its children are
-    interned (a node holding a non-interned child is a new object on every flatten, so keying
-    its parent by the child's id would only fill the table)."""
+    """The PyTreeDef of a node, interned when its aux data are plain values (`_aux_key`) and
+    its children are interned (a node holding a non-interned child is a new object on every
+    flatten, so keying its parent by the child's id would only fill the table)."""
     for k in kids:
         if not k._interned:
             return PyTreeDef(kind, aux, kids, num_leaves)
-    key = (kind, aux, tuple(map(id, kids)))
-    try:
-        hit = _INTERN.get(key)
-    except TypeError:  # unhashable aux data
+    ak = _aux_key(aux)
+    if ak is _NOT_INTERNED:
         return PyTreeDef(kind, aux, kids, num_leaves)
+    key = (kind, ak, tuple(map(id, kids)))
+    hit = _INTERN.get(key)
     if hit is None:
         if len(_INTERN) >= _INTERN_MAX:
             _INTERN.clear()

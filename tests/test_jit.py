@@ -335,3 +335,19 @@ def test_donation_never_writes_a_buffer_another_array_shows():
     y = nova.jit(lambda x: x)(a)
     nova.jit(lambda a: jnp.exp(a) * 2, donate_argnums=0)(a)
     np.testing.assert_array_equal(np.asarray(y), 1.0)
+
+
+def test_unpickled_arrays_sharing_a_buffer_are_not_donated_in_place():
+    """Found by review: pickle and deepcopy keep one ndarray for a buffer met twice, so the
+    loaded Arrays share it; donating one must not write what the other shows."""
+    import copy
+    import pickle
+
+    mk = nova.jit(lambda x: x + 1.0)
+    g = nova.jit(lambda a: jnp.exp(a) * 2, donate_argnums=0)
+    for load in (lambda t: pickle.loads(pickle.dumps(t)), copy.deepcopy):
+        a = mk(np.zeros((16, 16), np.float32))
+        b = copy.copy(a)
+        a2, b2 = load([a, b])
+        g(a2)
+        np.testing.assert_array_equal(np.asarray(b2), 1.0)

@@ -117,3 +117,14 @@ def test_splat_checks_look_at_stored_elements_only():
     assert not is_splat(row) and distinct_part(row).shape == (3,)
     assert is_splat(np.full((4, 5), 7, np.int32)) and not is_splat(np.arange(3))
     assert is_splat(np.array(1.0)) and not is_splat(np.zeros((0,)))
+
+
+def test_zero_clean_ups_keep_the_sign_of_zero():
+    """Found by review: simplify replaced a broadcast of -0.0 by +0.0 zeros (w / -0.0 gave +inf)
+    and neg of zeros by +0.0; the clean-ups keep the zero's sign (neg flips it)."""
+    x = np.ones(3, np.float32)
+    cases = [(lambda w: w / -0.0, -np.inf), (lambda w: w / 0.0, np.inf),
+             (lambda w: w / -jnp.zeros(3, jnp.float32), -np.inf),
+             (lambda w: w / jnp.reshape(jnp.zeros((1, 3), jnp.float32) * -1.0, (3,)), -np.inf)]
+    for f, want in cases:
+        np.testing.assert_array_equal(np.asarray(nova.jit(f)(x)), np.full(3, want, np.float32))

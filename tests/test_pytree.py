@@ -176,3 +176,15 @@ def test_interning_keeps_aux_types_signs_and_frees_objects():
 
     back = tu.tree_map(lambda v: v * 10, Derived(1, 2))
     assert (back.x, back.y) == (10, 20)
+
+
+def test_aux_values_of_other_types_or_signs_are_other_structures():
+    """Found by review: equality and hashing of treedefs (so jit's signature cache) tell aux
+    values equal across types or signs apart, as interning does."""
+    assert tu.tree_structure(Linear(0, 1, name=1)) != tu.tree_structure(Linear(0, 1, name=1.0))
+    assert tu.tree_structure(Linear(0, 1, name=0.0)) != tu.tree_structure(
+        Linear(0, 1, name=-0.0))
+    f = nova.jit(lambda p: p.w / p.name)
+    x = np.ones(3, np.float32)
+    assert np.all(np.asarray(f(Linear(x, 0, name=0.0))) == np.inf)
+    assert np.all(np.asarray(f(Linear(x, 0, name=-0.0))) == -np.inf)

@@ -67,8 +67,13 @@ def simplify(program: Program, fold_operand_transposes: bool = True) -> Program:
             rw.replace(out, ins[1])
             continue
         if name in _ZERO_PRESERVING and splats and splats[0] == 0:
-            rw.replace(out, _zeros(rw, out, e.source))
-            continue
+            # the zero's sign is kept (neg flips it): w / -0.0 is -inf (found by review);
+            # a sum of -0s is left alone (the kernels' sums start from +0)
+            negative = dtypes.is_float(out.type.dtype) and \
+                bool(np.signbit(splats[0])) != (name == "neg")
+            if not (name == "reduce_sum" and np.signbit(splats[0])):
+                rw.replace(out, _zeros(rw, out, e.source, negative))
+                continue
         if name in ("and", "or") and out.type.dtype == np.dtype(bool):
             # x & false -> false, x & true -> x, x | true -> true, x | false -> x (either side);
             # with select below this drops the zero-safe VJP mask (nova/ops/elementwise.py)
@@ -216,8 +221,8 @@ def _fold_operand_transposes(rw: Rewriter, ins, dimension_numbers):
     return new, dn
 
 
-def _zeros(rw: Rewriter, like, source):
-    c = rw.constant(np.zeros((), like.type.dtype), source)
+def _zeros(rw: Rewriter, like, source, negative: bool = False):
+    c = rw.constant(np.asarray(-0.0 if negative else 0, like.type.dtype), source)
     if like.type.shape == ():
         return c
     (b,) = rw.emit("broadcast_in_dim", [c], {"shape": like.type.shape, "broadcast_dimensions": ()},

@@ -171,7 +171,10 @@ class Array:
         self._value = state["value"]
         self._deleted = False
         self._aval = None
-        self._owned = True  # unpickled: a buffer of its own
+        # Not Nova's alone: pickle and deepcopy keep one ndarray for a buffer met twice (tied
+        # weights, an Array and its NumPy view), so unpickled Arrays may share it (found by
+        # review); a donated call copies it once.
+        self._owned = False
 
 
 def from_numpy(value) -> Array:

@@ -109,7 +109,10 @@ class PyTreeDef:
         self._interned = False
 
     def _key(self):
-        return (self.kind, self.aux, self.children)
+        # aux data by `_aux_key` where it applies, so 1 / 1.0 / True and 0.0 / -0.0 stay
+        # different structures (a jitted call recompiles for them; found by review)
+        ak = _aux_key(self.aux)
+        return (self.kind, self.aux if ak is _NOT_INTERNED else ak, self.children)
 
     def __eq__(self, other):
         # (no hash comparison first: aux data need not be hashable for tree_map & co.)

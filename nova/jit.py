@@ -2,15 +2,18 @@
 
 Stages, as in JAX: `jit(f).trace(*args)` -> Traced -> `.lower()` -> Lowered -> `.compile()` ->
 Compiled, each with `as_text()`. The cache key is the full signature: pytree structure, shapes and
-dtypes of the dynamic leaves, the values of static arguments and the config flags that change
-code. A mismatch retraces (never replays a stale program); `cache_info()` counts hits and misses
-and records the reason of each miss.
+dtypes of the dynamic leaves, the values of static arguments, the config flags that change
+code and the device of the arguments (computation follows data: arguments on a GPU compile the
+program for that GPU, whose results stay there; nova/runtime/devices.py). A mismatch retraces
+(never replays a stale program); `cache_info()` counts hits and misses and records the reason
+of each miss.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import functools
 import gc
 import inspect
@@ -25,6 +28,7 @@ import numpy as np
 from nova.config import config
 from nova.core import dtypes
 from nova.core.array import Array
+from nova.core.errors import DeletedArrayError
 from nova.core.interpreter import run_program
 from nova.core.ir import Program, TensorType
 from nova.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
@@ -38,6 +42,7 @@ from nova.core.trace import (
     set_eager_executor,
     trace_context,
 )
+from nova.runtime.devices import Device, GPUArray
 from nova.runtime.executable import populating_arenas
 
 
@@ -79,9 +84,10 @@ class _Signature:
     leaf_names: tuple
     statics: tuple  # ((name, value), ...)
     flags: tuple
+    device: Device | None = None  # the GPU the array arguments are on; None: the host
 
     def key(self):
-        return (self.tree, self.avals, self.statics, self.flags)
+        return (self.tree, self.avals, self.statics, self.flags, self.device)
 
 
 @dataclass
@@ -95,6 +101,8 @@ class CacheInfo:
 def _describe_change(old: _Signature, new: _Signature) -> str:
     if old.flags != new.flags:
         return f"config flags changed: {dict(old.flags)} -> {dict(new.flags)}"
+    if old.device != new.device:
+        return f"arguments moved: {old.device or 'cpu:0'} -> {new.device or 'cpu:0'}"
     if old.statics != new.statics:
         for (n, a), (_, b) in zip(old.statics, new.statics, strict=False):
             if a != b:
@@ -248,7 +256,8 @@ class Compiled:
         self._sig = sig
         self._fn = fn
         donated = fn._donated_leaves(sig) if fn else ()
-        if target is not None and target.startswith("cuda"):
+        self._on_gpu = target is not None and target.startswith("cuda")
+        if self._on_gpu:
             from nova.compiler.backend_cuda import compile_program as compile_cuda
 
             self._exe = compile_cuda(lowered.program, target=target, donated=donated)
@@ -342,13 +351,55 @@ class Compiled:
             self._overwritten_cache = cached = donated
         return cached
 
+    def _call_on_gpu(self, leaves, sig: _Signature, device: Device | None):
+        """Runs a CUDA executable on `device`, the GPU of the arguments (None: the one its
+        first call ran on, or the default GPU): GPU arguments are read on the device, host
+        ones uploaded; the results are GPU Arrays (nova/gpu/executable.py: call_on_device).
+        Then deletes the donated arguments. With debug_nans, a NaN in a result that no
+        argument had is traced to its first equation on the host copies of the arguments.
+        Raises DeletedArrayError for a deleted GPU argument."""
+        vals = []
+        for x, a, n in zip(leaves, sig.avals, sig.leaf_names, strict=True):
+            if type(x) is GPUArray:
+                if x._deleted:
+                    raise DeletedArrayError(
+                        f"argument '{n}' ({a} on {x._device}) was deleted (or donated to an "
+                        "earlier call)")
+                vals.append(x)
+            else:
+                vals.append(_value_of(x, a))
+        debug_nans = config.read("debug_nans")
+        host_in = [np.asarray(v) for v in vals] if debug_nans else None
+        donated = self._fn._donated_leaves(sig) if self._fn else ()
+        exe = self._exe
+
+        def wrap(view, aval):
+            return GPUArray._from_buffer(view, aval, Device("cuda", exe.ordinal))
+
+        ordinal = device.id if device is not None else None
+        outs = exe.call_on_device(vals, frozenset(donated), wrap, ordinal=ordinal)
+        if debug_nans:
+            host_out = [np.asarray(o) for o in outs]
+            if _has_nan(host_out) and not _has_nan(host_in):
+                _find_first_nan(self.program, host_in)
+        if self._fn is not None:
+            self._fn._donate_inputs(leaves, sig)
+        return tree_unflatten(self.out_tree, outs)
+
     def __call__(self, *args, **kwargs):
         leaves, sig = self._fn._flatten_args(args, kwargs)
+        placed = sig.device
+        if placed != self._sig.device:
+            # A compiled program runs where it was compiled for: a CUDA one on its GPU (host
+            # arguments uploaded), a CPU one on the host (GPU arguments read through host copies).
+            sig = dataclasses.replace(sig, device=self._sig.device)
         if sig.key() != self._sig.key():
             raise TypeError(
                 "Compiled function called with a different signature: "
                 + _describe_change(self._sig, sig)
             )
+        if self._on_gpu:
+            return self._call_on_gpu(leaves, sig, placed)
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
         raw = self._call_flat(vals, leaves)
         outs = _wrap_outputs(raw, vals, self._overwritten(), leaves)
@@ -495,8 +546,24 @@ class JitFunction:
                 self._leaf_names.clear()
             self._leaf_names[tree] = names
         avals = tuple(_aval_of(x, n) for x, n in zip(leaves, names, strict=True))
-        sig = _Signature(tree, avals, names, tuple(statics), config.code_key())
+        sig = _Signature(tree, avals, names, tuple(statics), config.code_key(),
+                         self._placement(leaves, names))
         return leaves, sig
+
+    def _placement(self, leaves, names) -> Device | None:
+        """The GPU that the arguments on a GPU are on (None when all are host values). Raises
+        ValueError when they are on different GPUs."""
+        device = first = None
+        for x, n in zip(leaves, names, strict=True):
+            if type(x) is GPUArray:
+                if device is None:
+                    device, first = x._device, n
+                elif x._device != device:
+                    raise ValueError(
+                        f"jit({getattr(self._f, '__name__', 'f')}): argument '{first}' is on "
+                        f"{device} and argument '{n}' on {x._device}; move them to one device "
+                        "with nova.device_put")
+        return device
 
     def _donated_leaves(self, sig: _Signature) -> tuple:
         """Flat indices of the leaves of the donated positional arguments."""
@@ -546,7 +613,14 @@ class JitFunction:
         return self._trace_sig(sig, args, kwargs)
 
     def lower(self, *args, target: str | None = None, **kwargs) -> Lowered:
-        return self.trace(*args, **kwargs).lower(target=target)
+        """Lowered for `target` ("cpu", "cuda:sm_XX"; None: the GPU of the arguments that are
+        on one, else the host)."""
+        traced = self.trace(*args, **kwargs)
+        if target is None:
+            target = _target_of(traced._sig.device)
+        elif target == "cpu":
+            target = None
+        return traced.lower(target=target)
 
     def _compiled_for(self, sig, args, kwargs, for_call: bool = False) -> Compiled:
         """The Compiled for sig (traced and compiled on a miss). for_call: a call follows at
@@ -561,7 +635,7 @@ class JitFunction:
         self._info.miss_reasons.append(reason)
         t0 = time.perf_counter()
         with _gc_paused(), (populating_arenas() if for_call else contextlib.nullcontext()):
-            compiled = self._trace_sig(sig, args, kwargs).lower().compile()
+            compiled = self._trace_sig(sig, args, kwargs).lower(_target_of(sig.device)).compile()
         if os.environ.get("NOVA_LOG_COMPILES") == "1":
             logging.getLogger("nova.compiler").warning(
                 "nova compile of jit(%s) triggered by: %s; %d traced equations; %s; %.3f s",
@@ -580,6 +654,8 @@ class JitFunction:
         if trace is not None:
             return self._inline(trace, sig, leaves, args, kwargs)
         compiled = self._compiled_for(sig, args, kwargs, for_call=True)
+        if compiled._on_gpu:
+            return compiled._call_on_gpu(leaves, sig, sig.device)
         vals = [_value_of(x, a) for x, a in zip(leaves, sig.avals, strict=True)]
         debug_nans = config.read("debug_nans")
         raw = compiled._call_flat(vals, leaves, keep_inputs=debug_nans)
@@ -619,6 +695,16 @@ class JitFunction:
         self._cache.clear()
         self._last_sig = None
         self._info = CacheInfo()
+
+
+def _target_of(device: Device | None) -> str | None:
+    """The compile target of a program whose arguments are on `device`: "cuda:sm_XX" of that
+    GPU, None (the host) for None."""
+    if device is None:
+        return None
+    from nova.gpu import get_device_properties
+
+    return f"cuda:{get_device_properties(device.id).arch}"
 
 
 def _hashable(x, name):

@@ -279,3 +279,112 @@ def test_attention_runs_on_cuda_with_flash_kernels(fake):
         got = nova.tree_util.tree_leaves(compiled(*args))
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-5)
+
+
+# --- computation follows data: jit on GPU arguments -----------------------------------------
+
+
+def _sgd_step(params, x, y):
+    """One SGD step of a tanh regression (value, then the updated parameters)."""
+
+    def loss(p):
+        w, b = p
+        return jnp.mean((jnp.tanh(x @ w) + b - y) ** 2)
+
+    value, (gw, gb) = nova.value_and_grad(loss)(params)
+    w, b = params
+    return value, (w - 0.5 * gw, b - 0.5 * gb)
+
+
+def _sgd_data():
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((16, 8)) * 0.3).astype(f32)
+    b = np.zeros(8, f32)
+    x = rng.standard_normal((32, 16)).astype(f32)
+    y = rng.standard_normal((32, 8)).astype(f32)
+    return w, b, x, y
+
+
+def test_jit_follows_gpu_arguments_and_keeps_a_training_loop_on_the_device(fake):
+    """Arguments on the GPU compile the step for it; results are GPU Arrays; with the state
+    donated the loop neither uploads nor downloads it (the first call adopts its buffers), and
+    matches the same loop on the CPU."""
+    w, b, x, y = _sgd_data()
+    cpu_step = nova.jit(_sgd_step)
+    params_cpu, losses_cpu = (w, b), []
+    for _ in range(4):
+        loss, params_cpu = cpu_step(params_cpu, x, y)
+        losses_cpu.append(float(loss))
+
+    step = nova.jit(_sgd_step, donate_argnums=0)
+    params = nova.device_put((w, b), "cuda")
+    xd, yd = nova.device_put((x, y), "cuda")
+    fake.calls.clear()
+    losses, first = [], None
+    for i in range(4):
+        old = params
+        loss, params = step(params, xd, yd)
+        assert all(p.is_deleted() for p in old)  # donated
+        assert loss.device == nova.Device("cuda", 0) and params[0].device.platform == "cuda"
+        if i == 0:
+            first = loss
+            # The donated parameters' buffers became the executable's input buffers; only the
+            # (not donated) batch was copied in.
+            assert fake.calls.count("cuMemcpyDtoDAsync") == 2
+        losses.append(float(loss))
+    np.testing.assert_allclose(losses, losses_cpu, rtol=2e-5)
+    for got, want in zip(params, params_cpu, strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=1e-6)
+    assert "cuMemcpyHtoDAsync" not in fake.calls  # nothing uploaded after device_put
+    # Each previous loss was still bound (to `loss`, the first also to `first`) when the next
+    # call overwrote the executable's buffer: copied out, 3 times; the state, passed back
+    # donated, never (it would add 2 copies per call).
+    np.testing.assert_allclose(float(first), losses_cpu[0], rtol=2e-5)
+    exe = step._cache[next(iter(step._cache))]._exe
+    assert exe.lent_copies == 3
+    info = step.cache_info()
+    assert (info.misses, info.hits) == (1, 3)
+    with pytest.raises(nova.DeletedArrayError, match="argument 'params\\[0\\]'"):
+        step(old, xd, yd)
+
+
+def test_gpu_results_are_copied_before_the_next_call_overwrites_them(fake):
+    """A kept result of a non-donating jit keeps its value across later calls (copy-on-write of
+    the executable's output buffer); host arguments of the same call are uploaded; a host-only
+    call runs on the CPU (a new signature); arguments on two GPUs are an error."""
+    f = nova.jit(lambda a, s: (a * s + 1.0, jnp.sum(a)))
+    a = nova.device_put(np.arange(6, dtype=f32).reshape(2, 3), "cuda")
+    r1 = f(a, np.float32(2.0))  # a host scalar beside a GPU array: uploaded
+    r2 = f(a, np.float32(3.0))
+    r3 = f(r2[0], np.float32(1.0))  # a lent result as an argument of the same executable
+    base = np.arange(6, dtype=f32).reshape(2, 3)
+    np.testing.assert_array_equal(np.asarray(r1[0]), base * 2 + 1)
+    np.testing.assert_array_equal(np.asarray(r2[0]), base * 3 + 1)
+    np.testing.assert_array_equal(np.asarray(r3[0]), base * 3 + 2)
+    assert float(r1[1]) == float(r2[1]) == 15.0 and float(r3[1]) == float((base * 3 + 1).sum())
+    assert all(r.device.platform == "cuda" for r in (*r1, *r2, *r3))
+    host = f(np.asarray(a), np.float32(2.0))
+    assert type(host[0]) is nova.Array
+    assert f.cache_info().miss_reasons[-1] == "arguments moved: cuda:0 -> cpu:0"
+    from nova.core.ir import TensorType
+    from nova.runtime.devices import GPUArray
+
+    # An array claiming to live on a second GPU (the fake has one): rejected before any copy.
+    other = GPUArray._from_buffer(a._buffer, TensorType((), np.dtype(f32)), nova.Device("cuda", 1))
+    with pytest.raises(ValueError, match="argument 'a' is on cuda:0 and argument 's' on cuda:1"):
+        f(a, other)
+
+
+def test_compiled_for_cuda_returns_gpu_arrays(fake):
+    """An ahead-of-time compiled CUDA program takes host or GPU arguments and returns GPU
+    Arrays; the signature check ignores where the arguments are."""
+    compiled = nova.jit(lambda a: jnp.exp(a) * 2.0).lower(S((4, 8), f32),
+                                                        target="cuda:sm_90").compile()
+    x = np.linspace(-1, 1, 32, dtype=f32).reshape(4, 8)
+    out = compiled(x)
+    assert out.device == nova.Device("cuda", 0)
+    np.testing.assert_allclose(np.asarray(out), np.exp(x) * 2, rtol=1e-6)
+    again = compiled(nova.device_put(x, "cuda"))
+    np.testing.assert_allclose(np.asarray(again), np.exp(x) * 2, rtol=1e-6)
+    with pytest.raises(TypeError, match="different signature"):
+        compiled(np.zeros((4, 9), f32))

@@ -5,33 +5,68 @@ Every value has a fixed device address for the executable's lifetime: program in
 outputs own buffers, intermediates share one arena laid out by the memory plan, constants are
 uploaded once. The first call runs the launches one by one (so a failing kernel is named);
 later calls replay them as one CUDA graph captured on the second call (calls from several
-threads take turns: they share the buffers and the stream). A call copies the inputs
-in, replays, and copies the outputs back (host NumPy arrays in and out).
+threads take turns: they share the buffers and the stream).
+
+Two ways to call it:
+- `exe(values)`: host NumPy arrays in, host arrays out (copied in and back every call).
+- `exe.call_on_device(values, donated, wrap)`: arguments that live on the GPU are copied device
+  to device (or not at all, below); results stay on the GPU. A result is *lent*: it shows the
+  executable's own output buffer (`SlotView`) instead of a copy. Before the next call
+  overwrites that buffer, every lent result still alive is moved to a buffer of its own
+  (copy-on-write), except a result passed back as the argument whose buffer it already shows
+  (a training step's parameters, updated in place by the memory plan): that one costs no copy
+  at all. So a loop `state = step(state)` with the state donated keeps the state on the device
+  with at most one device-to-device copy per value not updated in place, and none for the rest.
+  On the first call, donated arguments' buffers become the input buffers (no copy, and the
+  state is not held twice).
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from nova.gpu.graph import Graph
-from nova.gpu.memory import DeviceBuffer, copy_device_to_host, copy_host_to_device
+from nova.gpu.memory import (
+    DeviceBuffer,
+    copy_device_to_device,
+    copy_device_to_host,
+    copy_host_to_device,
+)
 from nova.gpu.module import LaunchConfig, Module
 from nova.gpu.stream import default_stream
 
-_modules: dict[str, Module] = {}  # sha256 of the PTX -> loaded module (per process)
+_modules: dict = {}  # (device ordinal, sha256 of the PTX) -> loaded module (per process)
 
 
-def load_module(ptx: str) -> Module:
-    """The loaded Module of a PTX text, loaded once per process."""
-    key = hashlib.sha256(ptx.encode()).hexdigest()
+def load_module(ptx: str, ordinal: int | None = None) -> Module:
+    """The loaded Module of a PTX text on device `ordinal` (None: the default device), loaded
+    once per process and device."""
+    key = (ordinal, hashlib.sha256(ptx.encode()).hexdigest())
     m = _modules.get(key)
     if m is None:
-        m = _modules[key] = Module(ptx)
+        m = _modules[key] = Module(ptx, ordinal)
     return m
+
+
+class SlotView:
+    """A lent result's buffer: `nbytes` bytes at device address `ptr` that belong to an
+    executable's value slot `slot` (see CUDAExecutable.call_on_device). Holds the executable's
+    memory alive; `free()` only drops that reference (the executable owns the memory)."""
+
+    __slots__ = ("ptr", "nbytes", "slot", "exe")
+
+    def __init__(self, exe, slot: int, ptr: int, nbytes: int):
+        self.exe, self.slot, self.ptr, self.nbytes = exe, slot, ptr, nbytes
+
+    def free(self) -> None:
+        self.ptr = None
+        self.exe = None
 
 
 @dataclass
@@ -71,22 +106,30 @@ class CUDAExecutable:
         self.calls = 0
         self._ready = False
         self._graph = None
+        self.ordinal: int | None = None  # the device it runs on (set by its first call)
+        self._lent: list = []  # weak references to the results that show an output slot
+        self.lent_copies = 0  # lent results moved to buffers of their own (copy-on-write)
         # Calls share the device buffers and the stream: from several threads they take turns.
         self._call_lock = threading.Lock()
 
     # --- set-up on the first call (needs a GPU) -----------------------------------------------
-    def _prepare(self) -> None:
-        from nova.gpu.device import get_device_properties
+    def _prepare(self, ordinal: int | None = None, adopt=None) -> None:
+        """Allocates the buffers and loads the modules on device `ordinal`. adopt: {input slot:
+        DeviceBuffer} taken as those inputs' buffers instead of new ones (donated arguments of
+        the first call, which then need no copy)."""
+        from nova.gpu.device import context, get_device_properties
 
-        arch = get_device_properties().arch
+        ordinal = context(ordinal).ordinal
+        arch = get_device_properties(ordinal).arch
         if self.target.split(":", 1)[1] != arch:
             raise RuntimeError(f"this executable was compiled for {self.target}, but the GPU is "
                                f"{arch}: compile with target='cuda:{arch}'")
-        self.stream = default_stream()
+        self.ordinal = ordinal
+        self.stream = default_stream(ordinal)
         self.buffers: dict[int, DeviceBuffer] = {}
         self.addr: dict[int, int] = {}
         arena_bytes = self.plan.arena_bytes if self.plan is not None else 0
-        self.arena = DeviceBuffer(arena_bytes) if arena_bytes else None
+        self.arena = DeviceBuffer(arena_bytes, ordinal) if arena_bytes else None
         offsets = self.plan.offsets if self.plan is not None else {}
         aliases = self.plan.aliases if self.plan is not None else {}
         slots = set(range(self.n_inputs)) | set(self.output_slots)
@@ -97,7 +140,10 @@ class CUDAExecutable:
             if s in offsets:
                 self.addr[s] = self.arena.ptr + offsets[s]
             elif s not in aliases:
-                buf = self.buffers[s] = DeviceBuffer(self.slot_types[s].nbytes)
+                buf = (adopt or {}).get(s)
+                if buf is None or buf._alloc.ordinal != ordinal:
+                    buf = DeviceBuffer(self.slot_types[s].nbytes, ordinal)
+                self.buffers[s] = buf
                 self.addr[s] = buf.ptr
         for s, root in aliases.items():
             self.addr[s] = self.addr[root]
@@ -108,7 +154,7 @@ class CUDAExecutable:
                     copy_host_to_device(self.addr[s], np.ascontiguousarray(value), self.stream)
                 self.functions.append(None)
                 continue
-            self.functions.append(load_module(launch.ptx).function(launch.entry))
+            self.functions.append(load_module(launch.ptx, ordinal).function(launch.entry))
         self._ready = True
 
     def _launch_all(self) -> None:
@@ -133,20 +179,31 @@ class CUDAExecutable:
         with self._call_lock:
             return self._call(values)
 
-    def _call(self, values: list) -> list:
-        if not self._ready:
-            from nova.gpu.driver import GPUUnavailableError
+    def _ensure_ready(self, ordinal: int | None, adopt=None) -> None:
+        if self._ready:
+            if ordinal is not None and ordinal != self.ordinal:
+                raise ValueError(f"this executable runs on cuda:{self.ordinal}; its arguments "
+                                 f"are on cuda:{ordinal} (compile it again for that device)")
+            return
+        from nova.gpu.driver import GPUUnavailableError
 
-            try:
-                self._prepare()
-            except GPUUnavailableError as e:
-                raise GPUUnavailableError(
-                    f"this program was compiled for {self.target} and needs an NVIDIA GPU to run: "
-                    f"{e}") from None
+        try:
+            self._prepare(ordinal, adopt)
+        except GPUUnavailableError as e:
+            raise GPUUnavailableError(
+                f"this program was compiled for {self.target} and needs an NVIDIA GPU to run: "
+                f"{e}") from None
+
+    def _upload(self, i: int, v) -> None:
+        t = self.slot_types[i]
+        a = np.ascontiguousarray(np.asarray(v, dtype=t.dtype).reshape(t.shape))
+        copy_host_to_device(self.addr[i], a, self.stream)
+
+    def _call(self, values: list) -> list:
+        self._ensure_ready(None)
+        self._release_lent(values, frozenset())
         for i, v in enumerate(values[: self.n_inputs]):
-            t = self.slot_types[i]
-            a = np.ascontiguousarray(np.asarray(v, dtype=t.dtype).reshape(t.shape))
-            copy_host_to_device(self.addr[i], a, self.stream)
+            self._upload(i, v)
         self.run_device()
         self.calls += 1
         outs = []
@@ -156,6 +213,94 @@ class CUDAExecutable:
             copy_device_to_host(host, self.addr[s], self.stream)
             outs.append(host)
         return outs
+
+    # --- device-resident calls ------------------------------------------------------------------
+    def call_on_device(self, values: list, donated=frozenset(), wrap=None,
+                       ordinal: int | None = None) -> list:
+        """Runs with device-resident arguments and results.
+
+        values: per program input, an array on this executable's GPU (an object with a
+        `_buffer` whose `ptr` is a device address: nova's GPUArray) or a host value (uploaded).
+        donated: indices of `values` the caller deletes after the call (their buffers may be
+        taken). wrap(view, type): builds a result from a SlotView and its TensorType (default:
+        the view itself). ordinal: the device the arguments are on (the first call fixes it).
+        Returns one result per program output; see the module docstring for the lending rule.
+        Raises ValueError when `ordinal` differs from the device of the first call."""
+        with self._call_lock:
+            adopt = {} if self._ready else self._adoptable(values, donated)
+            self._ensure_ready(ordinal, adopt)
+            for i, buf in adopt.items():
+                if self.buffers.get(i) is buf:  # the argument now shows the executable's buffer
+                    values[i]._buffer = SlotView(self, i, buf.ptr, buf.nbytes)
+            self._release_lent(values, donated)
+            for i, v in enumerate(values[: self.n_inputs]):
+                buf = getattr(v, "_buffer", None)
+                if buf is None:
+                    self._upload(i, v)
+                elif buf.ptr != self.addr[i]:
+                    copy_device_to_device(self.addr[i], buf.ptr, self.slot_types[i].nbytes,
+                                          self.stream)
+            self.run_device()
+            self.calls += 1
+            outs = []
+            for s in self.output_slots:
+                view = SlotView(self, s, self.addr[s], self.slot_types[s].nbytes)
+                out = wrap(view, self.slot_types[s]) if wrap is not None else view
+                outs.append(out)
+                self._lent.append(weakref.ref(out))
+            return outs
+
+    def _adoptable(self, values: list, donated) -> dict:
+        """{input slot: buffer} of the donated arguments whose own buffers (a whole
+        DeviceBuffer of exactly the slot's size, passed once) can become the input buffers:
+        the first call then copies none of them and does not hold the state twice."""
+        counts = collections.Counter(map(id, values[: self.n_inputs]))
+        adopt = {}
+        for i in donated:
+            if i >= self.n_inputs:
+                continue
+            v = values[i]
+            buf = getattr(v, "_buffer", None)
+            if (type(buf) is DeviceBuffer and counts[id(v)] == 1 and buf.ptr is not None
+                    and buf.nbytes == self.slot_types[i].nbytes):
+                adopt[i] = buf
+        return adopt
+
+    def _release_lent(self, values: list, donated) -> None:
+        """Before a call writes its slots: every lent result still alive moves to a buffer of
+        its own, except one passed as the argument whose buffer it shows and not donated (read
+        in place; non-donated input buffers are never written) and one passed as a donated
+        argument (read, in place or by a copy queued before any kernel, then deleted by the
+        caller)."""
+        if not self._lent:
+            return
+        in_place, consumed = set(), set()
+        for i, v in enumerate(values[: self.n_inputs]):
+            buf = getattr(v, "_buffer", None)
+            if type(buf) is SlotView and buf.exe is self:
+                if buf.ptr == self.addr[i]:
+                    in_place.add(id(v))
+                if i in donated:
+                    consumed.add(id(v))
+        kept = []
+        for ref in self._lent:
+            a = ref()
+            if a is None or getattr(a, "_deleted", False):
+                continue
+            buf = a._buffer
+            if type(buf) is not SlotView or buf.exe is not self:
+                continue  # moved already
+            if id(a) in in_place and id(a) not in consumed:
+                kept.append(ref)  # read in place, not written (not donated): stays lent
+                continue
+            if id(a) in consumed:
+                continue  # read before any kernel runs, then deleted by the caller
+            own = DeviceBuffer(buf.nbytes, self.ordinal)
+            copy_device_to_device(own.ptr, buf.ptr, buf.nbytes, self.stream)
+            a._buffer = own
+            buf.free()
+            self.lent_copies += 1
+        self._lent = kept
 
     def as_text(self) -> str:
         return self.text

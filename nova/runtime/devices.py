@@ -8,10 +8,14 @@ array, a Python scalar, or a pytree of them) into GPU memory and returns Arrays 
 `NOVA_DEVICE` ("cuda:N" or "N") names -- when a GPU is present, else the CPU; `NOVA_DEVICE=cpu`
 keeps the default on the host.
 
-Programs run on the backend they are compiled for: a jitted function compiled for the CPU (the
-default) reads a GPU array's values through its host copy, and its results are host Arrays; a
-program compiled with `.lower(..., target="cuda:sm_XX")` uploads its inputs itself. (JAX keeps
-results on the argument's device; Nova does not yet move whole programs by their arguments.)
+Computation follows data, as in JAX: `nova.jit(f)(x)` with an argument on a GPU compiles f for
+that GPU (target "cuda:sm_XX" of the device) and runs it there; host arguments of the same call
+are uploaded, and the results are GPU Arrays on that device. Arguments on two different GPUs
+are a ValueError. With only host arguments the program runs on the CPU. A program compiled with
+`.lower(..., target="cuda:sm_XX").compile()` runs on the GPU whatever its arguments and returns
+GPU Arrays as well. Results stay in the executable's buffers until its next call needs them
+(then they are copied out, or, passed back as a donated argument, read in place: see
+nova/gpu/executable.py), so a training loop keeps its state on the device.
 """
 
 from __future__ import annotations
@@ -124,6 +128,20 @@ class GPUArray(Array):
         copy_host_to_device(self._buffer.ptr, host, default_stream(device.id))
         self._host = None
         self._value = None
+
+    @classmethod
+    def _from_buffer(cls, buffer, aval: TensorType, device: Device) -> GPUArray:
+        """An Array over `buffer` (a DeviceBuffer, or a SlotView lent by a CUDA executable) of
+        type `aval` on `device`; no copy."""
+        self = cls.__new__(cls)
+        self._deleted = False
+        self._owned = False
+        self._aval = aval
+        self._device = device
+        self._buffer = buffer
+        self._host = None
+        self._value = None
+        return self
 
     @property
     def device(self) -> Device:

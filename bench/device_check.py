@@ -14,7 +14,7 @@ Prints a short table last and writes everything to $OUT/device_check.json when O
 
 Environment: NOVA_GPT2_CONFIG (a name of bench/gpu_cases.py GPT2_CONFIGS, default "124M"; the
 cache must be built with the same), NOVA_GPT2_FRAMEWORKS (default "nova,torch,torch.compile,
-jax"), NOVA_GPT2_STEPS / _WARMUP / _HOST_STEPS (10 / 3 / 2), NOVA_CHECK_DEADLINE_S (390: the
+jax"), NOVA_GPT2_STEPS / _WARMUP (10 / 3), NOVA_CHECK_DEADLINE_S (390: the
 gpt2 section skips a framework expected to end later than this many seconds after the start,
 so the JSON is written within the device call's limit).
 """
@@ -395,7 +395,6 @@ def _gpt2_settings() -> dict:
     env = os.environ.get
     fws = [f.strip() for f in env("NOVA_GPT2_FRAMEWORKS", ",".join(GPT2_FRAMEWORKS)).split(",")]
     return {"steps": int(env("NOVA_GPT2_STEPS", "10")), "warmup": int(env("NOVA_GPT2_WARMUP", "3")),
-            "host_steps": int(env("NOVA_GPT2_HOST_STEPS", "2")),
             "frameworks": [f for f in fws if f in GPT2_FRAMEWORKS]}
 
 
@@ -409,41 +408,13 @@ def _timed(step, n: int) -> list:
     return times
 
 
-def _state_copy_back(exe, n_state: int):
-    """(queue, bytes): `queue()` queues device-to-device copies of a training step's new state
-    (outputs 0..n_state-1) into the buffers of the matching inputs, so that the next replay of
-    the launch list continues training on the device; outputs the memory plan wrote in place
-    over their own input need no copy. An output written over another input's buffer is staged
-    through a temporary buffer first."""
-    from nova import gpu
-
-    pairs = []
-    for i in range(n_state):
-        out = exe.output_slots[i]
-        if exe.slot_types[out] != exe.slot_types[i]:
-            raise RuntimeError(f"output {i} ({exe.slot_types[out]}) is not input {i}'s update "
-                               f"({exe.slot_types[i]})")
-        if exe.addr[out] != exe.addr[i]:
-            pairs.append((exe.addr[i], exe.addr[out], exe.slot_types[i].nbytes))
-    dsts = {d for d, _, _ in pairs}
-    staged = {s: gpu.DeviceBuffer(n) for _, s, n in pairs if s in dsts}
-
-    def queue():
-        for d, s, n in pairs:
-            if s in staged:
-                gpu.copy_device_to_device(staged[s].ptr, s, n, exe.stream)
-        for d, s, n in pairs:
-            gpu.copy_device_to_device(d, staged[s].ptr if s in staged else s, n, exe.stream)
-
-    return queue, sum(n for _, _, n in pairs)
-
-
 def _gpt2_nova(case, weights, idx, tgt, st) -> dict:
-    """Nova's step from the carried cache. First step: compile (trace, passes, kernels from the
-    cache) + upload + step + download. Then `host_steps` calls as a user makes them today (the
-    executable takes and returns host arrays: the state crosses PCIe both ways every step), then
-    the launch list replayed (a CUDA graph) with the state kept on the device: the step's
-    kernels plus copies of the state outputs not written in place, and the loss read back."""
+    """Nova's step from the carried cache, as a user runs it: the model, the optimizer state and
+    the batch put on the GPU with nova.device_put, then `model, opt_state, loss =
+    step(model, opt_state, idx, tgt)` with the state donated (results stay on the GPU; the
+    first call adopts the donated buffers, later ones read the passed-back state in place or
+    copy it device to device). First step: compile (trace, passes, kernels from the cache) +
+    upload + step + the loss read back."""
     import nova
     from bench.gpu_cases import compile_case, precision
     from nova import gpu
@@ -453,41 +424,35 @@ def _gpt2_nova(case, weights, idx, tgt, st) -> dict:
     t0 = time.perf_counter()
     compiled = compile_case(case, target())
     compile_s = time.perf_counter() - t0
+
     def zeros(specs):
         return nova.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype), specs)
 
     model = zeros(case.specs[0]).load_state_dict(weights)
     opt_state = zeros(case.specs[1])  # AdamW's initial state: count 0, zero moments
-    losses, host_times = [], []
-    with precision(case):
-        model, opt_state, loss = compiled(model, opt_state, idx, tgt)
-        losses.append(float(np.asarray(loss)))
-        first = time.perf_counter() - t0
-        for _ in range(st["host_steps"]):
-            t = time.perf_counter()
-            model, opt_state, loss = compiled(model, opt_state, idx, tgt)
-            losses.append(float(np.asarray(loss)))
-            host_times.append(time.perf_counter() - t)
-    n_state = len(nova.tree_util.tree_leaves((model, opt_state)))
+    state = nova.device_put((model, opt_state), "cuda")
     del model, opt_state
-    exe = compiled._exe
-    queue_copies, copied = _state_copy_back(exe, n_state)
-    queue_copies()  # the last call's state into the input buffers
-    loss_slot, host = exe.output_slots[n_state], np.empty((), np.float32)
+    batch = nova.device_put((idx, tgt), "cuda")
+    losses = []
 
     def step():
-        exe.run_device()
-        queue_copies()
-        gpu.copy_device_to_host(host, exe.addr[loss_slot], exe.stream)
-        losses.append(float(host))
+        nonlocal state
+        model, opt_state, loss = compiled(*state, *batch)
+        state = (model, opt_state)
+        losses.append(float(loss))
 
-    times = _timed(step, st["warmup"] + st["steps"])[st["warmup"]:]
+    with precision(case):
+        step()
+        first = time.perf_counter() - t0
+        times = _timed(step, st["warmup"] + st["steps"])[st["warmup"]:]
     peak = gpu.memory_stats()["peak_allocated_bytes"] - base
+    exe = compiled._exe
+    n_state = len(nova.tree_util.tree_leaves(state))
+    in_place = sum(exe.addr[exe.output_slots[i]] == exe.addr[i] for i in range(n_state))
     return {"first_step_s": first, "compile_s": compile_s, "step_s": float(np.median(times)),
-            "peak_bytes": peak, "losses": losses, "host_call_step_s":
-            float(np.median(host_times)) if host_times else None,
-            "copy_back_bytes": copied, "kernels": len([l for l in exe.launches if l.ptx]),
-            "first_resident_step": 1 + st["host_steps"]}
+            "peak_bytes": peak, "losses": losses, "state_values": n_state,
+            "state_updated_in_place": in_place, "lent_copies": exe.lent_copies,
+            "kernels": len([l for l in exe.launches if l.ptx])}
 
 
 def _gpt2_torch(cfg, weights, idx, tgt, st, compiled: bool) -> dict:
@@ -659,11 +624,9 @@ def _gpt2():
         ROWS.append(("gpt2", name, _gpt2_row(r), "ok" if ok else "FAIL"))
     nova = done.get("nova")
     if nova is not None:
-        if nova["host_call_step_s"] is not None:
-            ms = nova["host_call_step_s"] * 1e3
-            ROWS.append(("gpt2", "nova, host arrays in/out",
-                         f"{ms:.1f} ms/step, {tokens / nova['host_call_step_s']:,.0f} tok/s "
-                         "(jit call as of today: the state crosses PCIe each step)", "ok"))
+        ROWS.append(("gpt2", "nova, state traffic",
+                     f"{nova['state_updated_in_place']} of {nova['state_values']} state values "
+                     f"updated in place, {nova['lent_copies']} results copied out", "ok"))
         ratios = {}
         for fw, r in done.items():
             if fw == "nova":

@@ -7,7 +7,7 @@ kernels in the SIMT simulator (nova/compiler/codegen/cuda/simulate.py), and ever
 compiled fresh into a temporary cache (MLIR needed). The correctness checks and the profile run
 as on the GPU (slowly: several minutes); the timing sections' large programs are left out and
 their torch parts fail here (no CUDA torch). The gpt2 section runs on a micro config: Nova's
-step in the simulator (its first call, host-array calls and device-resident replays), torch
+step in the simulator (state put on the device, steps with it donated), torch
 eager and jax on the CPU, so the step-0 losses and the loss after the last step are compared.
 It catches bugs of the script and of the runtime's bookkeeping, not of the real driver or
 hardware; figures it prints are meaningless.
@@ -31,7 +31,7 @@ def main() -> None:
     # step through the simulator, torch eager and jax on the CPU (torch.compile left out).
     os.environ.setdefault("NOVA_GPT2_CONFIG", "micro")
     os.environ.setdefault("NOVA_GPT2_FRAMEWORKS", "nova,torch,jax")
-    for knob, value in (("STEPS", "2"), ("WARMUP", "1"), ("HOST_STEPS", "2")):
+    for knob, value in (("STEPS", "2"), ("WARMUP", "1")):
         os.environ.setdefault(f"NOVA_GPT2_{knob}", value)
     import bench.gpu_cases as cases
     import nova.gpu.driver as drv

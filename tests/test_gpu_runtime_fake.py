@@ -388,3 +388,15 @@ def test_compiled_for_cuda_returns_gpu_arrays(fake):
     np.testing.assert_allclose(np.asarray(again), np.exp(x) * 2, rtol=1e-6)
     with pytest.raises(TypeError, match="different signature"):
         compiled(np.zeros((4, 9), f32))
+
+
+def test_scalar_results_keep_their_shape_when_passed_back(fake):
+    """A scalar result (an optimizer's step count) is a 0-d GPU Array, so the next call with it
+    hits the same compiled program (kernels may see it as a 1-element vector)."""
+    step = nova.jit(lambda n, x: (n + 1, x * 2.0), donate_argnums=(0, 1))
+    n, x = nova.device_put((np.int32(0), np.ones(5, f32)), "cuda")
+    for _ in range(3):
+        n, x = step(n, x)
+        assert n.shape == () and x.shape == (5,)
+    assert int(n) == 3 and np.asarray(x).tolist() == [8.0] * 5
+    assert step.cache_info().misses == 1

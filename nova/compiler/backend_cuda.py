@@ -241,5 +241,8 @@ def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecuta
     memory.update(plan.summary())
     costs = {"flops": sum(p["flops"] for p in per_kernel),
              "bytes accessed": sum(p["bytes"] for p in per_kernel), "per_kernel": per_kernel}
-    return CUDAExecutable(len(program.inputs), launches, output_slots, slot_types, plan,
-                          fused.as_text(), costs, memory, target)
+    exe = CUDAExecutable(len(program.inputs), launches, output_slots, slot_types, plan,
+                         fused.as_text(), costs, memory, target)
+    # Results take the program's output types (a slot's type is the last kernel's view of it).
+    exe.output_types = [v.type for v in program.outputs]
+    return exe

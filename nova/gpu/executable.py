@@ -103,6 +103,7 @@ class CUDAExecutable:
         self.memory = memory
         self.target = target
         self.use_graph = use_graph
+        self.output_types = [slot_types[s] for s in output_slots]  # results' types
         self.calls = 0
         self._ready = False
         self._graph = None
@@ -207,8 +208,7 @@ class CUDAExecutable:
         self.run_device()
         self.calls += 1
         outs = []
-        for s in self.output_slots:
-            t = self.slot_types[s]
+        for s, t in zip(self.output_slots, self.output_types, strict=True):
             host = np.empty(t.shape, t.dtype)
             copy_device_to_host(host, self.addr[s], self.stream)
             outs.append(host)
@@ -243,9 +243,9 @@ class CUDAExecutable:
             self.run_device()
             self.calls += 1
             outs = []
-            for s in self.output_slots:
-                view = SlotView(self, s, self.addr[s], self.slot_types[s].nbytes)
-                out = wrap(view, self.slot_types[s]) if wrap is not None else view
+            for s, t in zip(self.output_slots, self.output_types, strict=True):
+                view = SlotView(self, s, self.addr[s], t.nbytes)
+                out = wrap(view, t) if wrap is not None else view
                 outs.append(out)
                 self._lent.append(weakref.ref(out))
             return outs

@@ -119,7 +119,7 @@ class GPUArray(Array):
     def __init__(self, host: np.ndarray, device: Device):
         from nova.gpu import DeviceBuffer, copy_host_to_device, default_stream
 
-        host = np.ascontiguousarray(host)
+        host = np.asarray(host, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
         self._deleted = False
         self._owned = False  # donation copies it to the host first
         self._aval = TensorType(host.shape, host.dtype)

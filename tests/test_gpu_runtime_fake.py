@@ -400,3 +400,8 @@ def test_scalar_results_keep_their_shape_when_passed_back(fake):
         assert n.shape == () and x.shape == (5,)
     assert int(n) == 3 and np.asarray(x).tolist() == [8.0] * 5
     assert step.cache_info().misses == 1
+    fake.calls.clear()
+    assert x.block_until_ready() is x and fake.calls == ["cuStreamSynchronize"]
+    x.delete()
+    with pytest.raises(nova.DeletedArrayError, match="block_until_ready"):
+        x.block_until_ready()

@@ -168,6 +168,19 @@ class GPUArray(Array):
             self._host = out
         return self._host
 
+    def block_until_ready(self):
+        """Waits until the GPU work queued so far on this array's device (the call that
+        computes it included) has finished; returns self. GPU calls return as soon as their
+        work is queued: time them with this (as in JAX) or by reading a result. Raises
+        DeletedArrayError for a deleted array."""
+        if self._deleted:
+            raise DeletedArrayError(f"block_until_ready: this Array of {self.aval} on "
+                                    f"{self._device} was deleted (or donated to a jitted call)")
+        from nova.gpu import default_stream
+
+        default_stream(self._device.id).synchronize()
+        return self
+
     def __array__(self, dtype=None, copy=None):
         v = self._concrete("np.asarray")
         if dtype is not None and np.dtype(dtype) != v.dtype:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from nova.core.ir import Program, Var, print_program
 
 
@@ -88,3 +90,40 @@ class FusedProgram:
 
     def count(self, kind_prefix: str = "") -> int:
         return sum(1 for k in self.kernels if k.kind.startswith(kind_prefix))
+
+
+def gemm_layout(x_type, y_type, dimension_numbers):
+    """(batch, m, n, k, a_trans, b_trans) when a dot_general of operands typed x_type and y_type
+    with `dimension_numbers` ((lhs contracting, rhs contracting), (lhs batch, rhs batch)) is
+    a (batched) GEMM C[b] = op(A[b]) @ op(B[b]) over the operands' memory as it is: batch the
+    product of the leading batch dims, A (m x k) or, a_trans, (k x m) row-major, B (k x n) or,
+    b_trans, (n x k). None otherwise (the backends then copy an operand first). Shared by the
+    simplify pass (which folds transposes only where this holds) and every backend's GEMM."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    nb = len(lb)
+    if tuple(lb) != tuple(range(nb)) or tuple(rb) != tuple(range(nb)):
+        return None
+    xf = [i for i in range(x_type.ndim) if i not in lc and i not in lb]
+    yf = [i for i in range(y_type.ndim) if i not in rc and i not in rb]
+    rest_x = list(range(nb, x_type.ndim))
+    xk = sorted(lc)
+    if rest_x == xf + xk:
+        a_trans = False
+    elif rest_x == xk + xf:
+        a_trans = True
+    else:
+        return None
+    yk = [rc[list(lc).index(d)] for d in xk]  # y's contracting dims in x's memory order
+    rest_y = list(range(nb, y_type.ndim))
+    if rest_y == yk + yf:
+        b_trans = False
+    elif rest_y == yf + yk:
+        b_trans = True
+    else:
+        return None
+    prod = lambda t, dims: int(np.prod([t.shape[d] for d in dims], dtype=np.int64))  # noqa: E731
+    batch = prod(x_type, lb)
+    m, n, k = prod(x_type, xf), prod(y_type, yf), prod(x_type, xk)
+    if min(batch, m, n, k) < 1:
+        return None
+    return batch, m, n, k, a_trans, b_trans

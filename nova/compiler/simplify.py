@@ -23,6 +23,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from nova.compiler.kernel import gemm_layout
 from nova.compiler.rewrite import Rewriter, splat_value
 from nova.core import dtypes
 from nova.core.ir import Program
@@ -194,8 +195,6 @@ def _fold_operand_transposes(rw: Rewriter, ins, dimension_numbers):
     memory as it is. dot_general's result dims are (batch, lhs free, rhs free), each free block
     in increasing operand-dim order: a permutation that reorders an operand's free dims among
     themselves would change the result's layout, so it is left alone."""
-    from nova.compiler.codegen.cpu.contraction import gemm_layout
-
     (lc, rc), (lb, rb) = dimension_numbers
     dims = [[list(lc), list(lb)], [list(rc), list(rb)]]
     new = list(ins)

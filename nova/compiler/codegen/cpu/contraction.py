@@ -22,41 +22,8 @@ from nova.compiler.codegen.cpu.matmul import (
     generic_params,
     generic_variant,
 )
-from nova.compiler.kernel import Kernel
+from nova.compiler.kernel import Kernel, gemm_layout
 from nova.core import dtypes
-
-
-def gemm_layout(x_type, y_type, dimension_numbers):
-    """(batch dims sizes, m, n, k, a_trans, b_trans) if dot_general maps to a GEMM over the
-    operands' memory as they are, else None."""
-    (lc, rc), (lb, rb) = dimension_numbers
-    nb = len(lb)
-    if tuple(lb) != tuple(range(nb)) or tuple(rb) != tuple(range(nb)):
-        return None
-    xf = [i for i in range(x_type.ndim) if i not in lc and i not in lb]
-    yf = [i for i in range(y_type.ndim) if i not in rc and i not in rb]
-    rest_x = list(range(nb, x_type.ndim))
-    xk = sorted(lc)
-    if rest_x == xf + xk:
-        a_trans = False
-    elif rest_x == xk + xf:
-        a_trans = True
-    else:
-        return None
-    yk = [rc[list(lc).index(d)] for d in xk]  # y's contracting dims in x's memory order
-    rest_y = list(range(nb, y_type.ndim))
-    if rest_y == yk + yf:
-        b_trans = False
-    elif rest_y == yf + yk:
-        b_trans = True
-    else:
-        return None
-    prod = lambda t, dims: int(np.prod([t.shape[d] for d in dims], dtype=np.int64))  # noqa: E731
-    batch = prod(x_type, lb)
-    m, n, k = prod(x_type, xf), prod(y_type, yf), prod(x_type, xk)
-    if min(batch, m, n, k) < 1:
-        return None
-    return batch, m, n, k, a_trans, b_trans
 
 
 class _Epilogue(LoopKernelEmitter):

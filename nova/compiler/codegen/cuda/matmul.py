@@ -20,10 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from nova.compiler.codegen.builder import Value, elem_type
-from nova.compiler.codegen.cpu.contraction import _Epilogue, gemm_layout
+from nova.compiler.codegen.cpu.contraction import _Epilogue
 from nova.compiler.codegen.cpu.index import _NoVector, memref_type
 from nova.compiler.codegen.cuda.mma import MmaSchedule, SimtSchedule
 from nova.compiler.codegen.cuda.staging import StagingMixin, Text
+from nova.compiler.kernel import gemm_layout
 from nova.compiler.kernel import Kernel
 from nova.core import dtypes
 

@@ -24,6 +24,7 @@ from nova.compiler.codegen.cpu.compile import (
 )
 from nova.compiler.codegen.cpu.attention import emit_attention
 from nova.compiler.codegen.cpu.contraction import emit_contraction, emit_generic_contraction
+from nova.compiler.codegen.cpu.gemv import emit_gemv, gemv_layout
 from nova.compiler.codegen.cpu import matmul as _matmul
 from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
 from nova.compiler.codegen.cpu.loops import emit_loop_kernel
@@ -165,6 +166,16 @@ def _lower(k: Kernel) -> list:
 def _lower_uncached(k: Kernel) -> list:
     """_lower without the memo."""
     if k.kind == "contraction":
+        text = emit_gemv(k.name, k)
+        if text is not None:
+            return [(k, k.name, text, None)]
+        if len(k.program.eqns) > 1 and gemv_layout(_split_epilogue(k)[0]) is not None:
+            # A matrix-vector product with an epilogue: the product's own kernel, then the
+            # epilogue over the (short) result (a GEMM kernel would pack the whole matrix).
+            out = []
+            for part in _split_epilogue(k):
+                out += _lower(part)
+            return out
         generic = emit_generic_contraction(k) if GENERIC_MATMULS else None
         if generic is not None:
             sym, text, params = generic

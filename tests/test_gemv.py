@@ -1,0 +1,80 @@
+"""Matrix-vector products (nova/compiler/codegen/cpu/gemv.py): which contractions take the
+matrix-vector kernel, and its results against NumPy in float64 over both layouts, both float
+dtypes, every transpose, odd tails, one and several threads, and a fused epilogue."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova.compiler.codegen.cpu import gemv
+from nova.compiler.fuse import fuse
+from nova.compiler.pipeline import run_passes
+
+S = nova.ShapeDtypeStruct
+f32, f64 = np.float32, np.float64
+
+
+def _contractions(f, *specs):
+    program = run_passes(nova.make_program(f)(*specs))
+    return [k for k in fuse(program).kernels if k.kind == "contraction"]
+
+
+@pytest.mark.parametrize("f, specs, want", [
+    (lambda x, w: x @ w, [S((37,), f32), S((37, 41), f32)], ("columns", 41, 37, 0)),
+    (lambda w, x: w @ x, [S((41, 37), f32), S((37,), f32)], ("rows", 41, 37, 1)),
+    (lambda x, w: x @ w.T, [S((37,), f64), S((41, 37), f64)], ("rows", 41, 37, 0)),
+    (lambda w, x: w.T @ x, [S((37, 41), f64), S((37,), f64)], ("columns", 41, 37, 1)),
+    (lambda x, w: x[None, :] @ w, [S((37,), f32), S((37, 41), f32)], ("columns", 41, 37, 0)),
+])
+def test_layouts(f, specs, want):
+    (k,) = _contractions(f, *specs)
+    assert gemv.gemv_layout(k) == want
+    assert "vector.fma" in gemv.emit_gemv("k", k)
+
+
+@pytest.mark.parametrize("f, specs", [
+    (lambda a, b: a @ b, [S((4, 7), f32), S((7, 9), f32)]),  # a GEMM
+    (lambda a, b: jnp.einsum("bk,bkn->bn", a, b), [S((3, 7), f32), S((3, 7, 9), f32)]),  # batch
+    (lambda a, b: a @ b, [S((7,), np.int32), S((7, 9), np.int32)]),  # integers
+])
+def test_not_matrix_vector(f, specs):
+    for k in _contractions(f, *specs):
+        assert gemv.gemv_layout(k) is None and gemv.emit_gemv("k", k) is None
+
+
+def test_threads_split_the_output():
+    (k,) = _contractions(lambda x, w: x @ w, S((512,), f32), S((512, 1024), f32))
+    assert "omp.parallel" in gemv.emit_gemv("k", k, threads=2)
+    assert "omp.parallel" not in gemv.emit_gemv("k", k, threads=1)
+    (small,) = _contractions(lambda x, w: x @ w, S((16,), f32), S((16, 64), f32))
+    assert "omp.parallel" not in gemv.emit_gemv("k", small, threads=2)
+
+
+CASES = {
+    "x @ w": (lambda x, w, wt: x @ w, lambda x, w: x @ w),
+    "w.T @ x (stored)": (lambda x, w, wt: wt @ x, lambda x, w: w.T @ x),
+    "x @ wt.T": (lambda x, w, wt: x @ wt.T, lambda x, w: x @ w),
+    "w.T @ x": (lambda x, w, wt: w.T @ x, lambda x, w: w.T @ x),
+    "tanh(x @ w + 1)": (lambda x, w, wt: jnp.tanh(x @ w + 1.0), lambda x, w: np.tanh(x @ w + 1.0)),
+    "(1, k) @ w": (lambda x, w, wt: x[None, :] @ w, lambda x, w: (x @ w)[None, :]),
+}
+
+
+@pytest.mark.parametrize("dtype", [f32, f64])
+@pytest.mark.parametrize("k, n", [(1, 1), (3, 5), (16, 16), (17, 33), (100, 7), (5, 2049),
+                                  (700, 300), (300, 700), (4099, 3)])
+def test_matches_numpy(dtype, k, n):
+    rng = np.random.default_rng(k * 1000 + n)
+    x = rng.standard_normal(k).astype(dtype)
+    w = rng.standard_normal((k, n)).astype(dtype)
+    wt = np.ascontiguousarray(w.T)
+    for name, (f, ref_f) in CASES.items():
+        got = np.asarray(nova.jit(f)(x, w, wt))
+        ref = ref_f(x.astype(f64), w.astype(f64))
+        assert got.shape == ref.shape and got.dtype == dtype, name
+        scale = np.sqrt(k) * max(1.0, float(np.abs(ref).max()))
+        tol = (2e-6 if dtype == f32 else 1e-14) * scale
+        assert float(np.abs(got - ref).max()) <= tol, (name, float(np.abs(got - ref).max()))

@@ -63,7 +63,9 @@ def run_one(threads: int, shapes: list[str], use_torch: bool) -> list[dict]:
             best = {name: float("inf") for name in fns}
             for _ in range(5):
                 for name, fn in fns.items():
-                    time.sleep(0.05 if threads > 1 else 0.0)  # let other pools' spinning end
+                    # OpenBLAS workers spin ~0.1 s after a call and take a core from whatever runs
+                    # next (bench/matmul.py): pause before each block.
+                    time.sleep(0.3 if threads > 1 else 0.0)
                     fn()
                     for _ in range(20):
                         t = clock()

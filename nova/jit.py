@@ -377,13 +377,19 @@ class Compiled:
             return GPUArray._from_buffer(view, aval, Device("cuda", exe.ordinal))
 
         ordinal = device.id if device is not None else None
-        outs = exe.call_on_device(vals, frozenset(donated), wrap, ordinal=ordinal)
-        if debug_nans:
-            host_out = [np.asarray(o) for o in outs]
-            if _has_nan(host_out) and not _has_nan(host_in):
-                _find_first_nan(self.program, host_in)
-        if self._fn is not None:
-            self._fn._donate_inputs(leaves, sig)
+        started = exe.started
+        try:
+            outs = exe.call_on_device(vals, frozenset(donated), wrap, ordinal=ordinal)
+            if debug_nans:
+                host_out = [np.asarray(o) for o in outs]
+                if _has_nan(host_out) and not _has_nan(host_in):
+                    _find_first_nan(self.program, host_in)
+        finally:
+            # Once the executable may have taken the donated buffers (adopted or written them),
+            # the donated arguments are gone even when the call raises (debug_nans): their
+            # memory is the executable's now.
+            if self._fn is not None and exe.started != started:
+                self._fn._donate_inputs(leaves, sig)
         return tree_unflatten(self.out_tree, outs)
 
     def __call__(self, *args, **kwargs):
@@ -457,6 +463,12 @@ class Traced:
         return self.program.as_text()
 
     def lower(self, target: str | None = None) -> Lowered:
+        """Lowered for `target` ("cpu", "cuda:sm_XX"; None: the GPU of the traced arguments
+        that are on one, else the host)."""
+        if target is None:
+            target = _target_of(self._sig.device)
+        elif target == "cpu":
+            target = None
         return Lowered(self, target)
 
 
@@ -615,12 +627,7 @@ class JitFunction:
     def lower(self, *args, target: str | None = None, **kwargs) -> Lowered:
         """Lowered for `target` ("cpu", "cuda:sm_XX"; None: the GPU of the arguments that are
         on one, else the host)."""
-        traced = self.trace(*args, **kwargs)
-        if target is None:
-            target = _target_of(traced._sig.device)
-        elif target == "cpu":
-            target = None
-        return traced.lower(target=target)
+        return self.trace(*args, **kwargs).lower(target=target)
 
     def _compiled_for(self, sig, args, kwargs, for_call: bool = False) -> Compiled:
         """The Compiled for sig (traced and compiled on a miss). for_call: a call follows at
@@ -635,7 +642,7 @@ class JitFunction:
         self._info.miss_reasons.append(reason)
         t0 = time.perf_counter()
         with _gc_paused(), (populating_arenas() if for_call else contextlib.nullcontext()):
-            compiled = self._trace_sig(sig, args, kwargs).lower(_target_of(sig.device)).compile()
+            compiled = self._trace_sig(sig, args, kwargs).lower().compile()
         if os.environ.get("NOVA_LOG_COMPILES") == "1":
             logging.getLogger("nova.compiler").warning(
                 "nova compile of jit(%s) triggered by: %s; %d traced equations; %s; %.3f s",

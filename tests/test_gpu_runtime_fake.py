@@ -405,3 +405,102 @@ def test_scalar_results_keep_their_shape_when_passed_back(fake):
     x.delete()
     with pytest.raises(nova.DeletedArrayError, match="block_until_ready"):
         x.block_until_ready()
+
+
+def _gpu(x):
+    return nova.device_put(x, "cuda")
+
+
+def test_swapped_and_ping_pong_state_reads_its_sources_before_writing(fake):
+    """A lent result can show an input buffer (an input returned unchanged, an output updated
+    in place over a donated input); passed back where another argument's copy writes that
+    buffer first, it is staged through a temporary buffer (found by review: wrong values)."""
+    step = nova.jit(lambda a, b: (a * 2.0, b * 3.0), donate_argnums=(0, 1))
+    x, y = np.arange(4, dtype=f32), np.arange(4, dtype=f32) + 10
+    a, b = step(*_gpu((x, y)))
+    a2, b2 = step(b, a)  # swapped
+    np.testing.assert_array_equal(np.asarray(a2), y * 3 * 2)
+    np.testing.assert_array_equal(np.asarray(b2), x * 2 * 3)
+    swap = nova.jit(lambda a, b: (b, a), donate_argnums=(0, 1))
+    a, b = swap(*_gpu((np.zeros(3, f32), np.ones(3, f32))))
+    a, b = swap(a, b)
+    np.testing.assert_array_equal(np.asarray(a), np.zeros(3))
+    np.testing.assert_array_equal(np.asarray(b), np.ones(3))
+    f = nova.jit(lambda a, b: (a, b + 1.0), donate_argnums=1)
+    r = f(_gpu(np.arange(4, dtype=f32)), _gpu(np.zeros(4, f32)))  # r[0] shows input buffer 0
+    out = f(_gpu(np.full(4, 100, f32)), r[0])
+    np.testing.assert_array_equal(np.asarray(out[1]), np.arange(4) + 1)
+    np.testing.assert_array_equal(np.asarray(out[0]), np.full(4, 100))
+    exe = f._cache[next(iter(f._cache))]._exe
+    assert exe.staged_copies == 1
+
+
+def test_a_call_that_raises_after_taking_donated_buffers_deletes_them(fake):
+    """debug_nans raising after the kernels ran: the donated argument's buffer is the
+    executable's now, so the argument is deleted rather than left showing other values."""
+    f = nova.jit(jnp.log, donate_argnums=0)
+    x = _gpu(np.array([1.0, -1.0, 2.0, 3.0], f32))
+    nova.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError):
+            f(x)
+    finally:
+        nova.config.update("debug_nans", False)
+    assert x.is_deleted()
+    y = _gpu(np.ones(2, f32))
+    with pytest.raises(ValueError, match="runs on cuda:0"):  # refused before anything is taken
+        f._cache[next(iter(f._cache))]._exe.call_on_device([y], frozenset({0}), ordinal=1)
+    assert not y.is_deleted() and np.asarray(y).tolist() == [1.0, 1.0]
+
+
+def test_reading_a_result_waits_for_a_call_on_another_thread(fake):
+    """Results read on one thread while other threads call the same function keep their own
+    values (the read holds the executable's lock; found by review)."""
+    import sys
+
+    f = nova.jit(lambda a, k: a * k)
+    x = _gpu(np.arange(64, dtype=f32))
+    errors = []
+
+    def work(k):
+        for _ in range(20):
+            v = np.asarray(f(x, np.float32(k)))
+            if not np.array_equal(v, np.arange(64, dtype=f32) * k):
+                errors.append((k, float(v[1])))
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in (2, 3, 4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors
+
+
+def test_a_small_result_does_not_keep_its_executable_alive(fake):
+    """A kept 0-d result holds only its own bytes once its executable is gone (moved out when
+    the executable is collected; found by review: it pinned the whole program's memory)."""
+    import gc
+
+    x = _gpu(np.ones((64, 64), f32))
+    gc.collect()
+    base = gpu.memory_stats()["allocated_bytes"]
+    loss = nova.jit(lambda a: jnp.sum(jnp.tanh(a @ a) * 2.0))(x)  # the jit function is dropped
+    gc.collect()
+    assert gpu.memory_stats()["allocated_bytes"] - base == 512  # one block for the 0-d result
+    want = float(np.sum(np.tanh(np.ones((64, 64)) @ np.ones((64, 64))) * 2.0))
+    np.testing.assert_allclose(float(loss), want, rtol=1e-5)
+
+
+def test_gpu_arguments_lower_for_their_gpu_by_every_route(fake):
+    """jit(f).trace(x).lower() and jit(f).lower(x) both target the arguments' GPU; "cpu"
+    targets the host; a matmul whose operands are one array, with an epilogue, compiles."""
+    x = _gpu(np.eye(4, dtype=f32) * 2.0)
+    f = nova.jit(lambda a: a @ a + 1.0)
+    assert f.trace(x).lower().compile()._on_gpu and f.lower(x).compile()._on_gpu
+    assert not f.lower(x, target="cpu").compile()._on_gpu
+    np.testing.assert_array_equal(np.asarray(f(x)), np.eye(4) * 4 + 1)

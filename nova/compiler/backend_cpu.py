@@ -119,9 +119,10 @@ def _split_epilogue(k: Kernel):
     (dot,) = [e for e in k.program.eqns if e.prim.name == "dot_general"]
     x, y = dot.inputs
     out = dot.outputs[0]
-    mm = Kernel("contraction", Program([x, y], [dot], [out]), [x, y], [out])
+    operands = [x] if x is y else [x, y]  # `a @ a`: one input
+    mm = Kernel("contraction", Program(operands, [dot], [out]), operands, [out])
     rest = [e for e in k.program.eqns if e is not dot]
-    ins = [out] + [v for v in k.program.inputs if v is not x and v is not y]
+    ins = [out] + list(k.program.inputs)  # the operands too, if the epilogue reads them
     used = {id(v) for e in rest for v in e.inputs}
     ins = [v for v in ins if id(v) in used]
     epi = Kernel("loop", Program(ins, rest, list(k.program.outputs)), ins, list(k.outputs),

@@ -55,18 +55,20 @@ def load_module(ptx: str, ordinal: int | None = None) -> Module:
 
 
 class SlotView:
-    """A lent result's buffer: `nbytes` bytes at device address `ptr` that belong to an
-    executable's value slot `slot` (see CUDAExecutable.call_on_device). Holds the executable's
-    memory alive; `free()` only drops that reference (the executable owns the memory)."""
+    """A lent result's buffer: `nbytes` bytes at device address `ptr`, an executable's value
+    slot `slot` (see CUDAExecutable.call_on_device). `owner` is the lending executable's token
+    and `lock` its call lock (reads of the result take it); `backing` is the DeviceBuffer that
+    holds the bytes, kept alive by the view alone: a 0-d loss outliving its executable keeps
+    its own block, not the program's memory. `free()` forgets the memory."""
 
-    __slots__ = ("ptr", "nbytes", "slot", "exe")
+    __slots__ = ("ptr", "nbytes", "slot", "owner", "lock", "backing")
 
-    def __init__(self, exe, slot: int, ptr: int, nbytes: int):
-        self.exe, self.slot, self.ptr, self.nbytes = exe, slot, ptr, nbytes
+    def __init__(self, exe, slot: int, ptr: int, nbytes: int, backing):
+        self.owner, self.lock, self.backing = exe._token, exe._call_lock, backing
+        self.slot, self.ptr, self.nbytes = slot, ptr, nbytes
 
     def free(self) -> None:
-        self.ptr = None
-        self.exe = None
+        self.ptr = self.owner = self.backing = None
 
 
 @dataclass
@@ -110,6 +112,9 @@ class CUDAExecutable:
         self.ordinal: int | None = None  # the device it runs on (set by its first call)
         self._lent: list = []  # weak references to the results that show an output slot
         self.lent_copies = 0  # lent results moved to buffers of their own (copy-on-write)
+        self.staged_copies = 0  # arguments staged through a temporary buffer (call_on_device)
+        self._token = object()  # identifies this executable's SlotViews
+        self.started = 0  # calls that went past the set-up (arguments' buffers may be taken)
         # Calls share the device buffers and the stream: from several threads they take turns.
         self._call_lock = threading.Lock()
 
@@ -229,26 +234,57 @@ class CUDAExecutable:
         with self._call_lock:
             adopt = {} if self._ready else self._adoptable(values, donated)
             self._ensure_ready(ordinal, adopt)
+            self.started += 1
             for i, buf in adopt.items():
                 if self.buffers.get(i) is buf:  # the argument now shows the executable's buffer
-                    values[i]._buffer = SlotView(self, i, buf.ptr, buf.nbytes)
+                    values[i]._buffer = SlotView(self, i, buf.ptr, buf.nbytes, buf)
             self._release_lent(values, donated)
-            for i, v in enumerate(values[: self.n_inputs]):
-                buf = getattr(v, "_buffer", None)
-                if buf is None:
-                    self._upload(i, v)
-                elif buf.ptr != self.addr[i]:
-                    copy_device_to_device(self.addr[i], buf.ptr, self.slot_types[i].nbytes,
-                                          self.stream)
+            self._copy_in(values[: self.n_inputs])
             self.run_device()
             self.calls += 1
             outs = []
+            aliases = self.plan.aliases if self.plan is not None else {}
             for s, t in zip(self.output_slots, self.output_types, strict=True):
-                view = SlotView(self, s, self.addr[s], t.nbytes)
+                backing = self.buffers.get(aliases.get(s, s), self.arena)
+                view = SlotView(self, s, self.addr[s], t.nbytes, backing)
                 out = wrap(view, t) if wrap is not None else view
                 outs.append(out)
                 self._lent.append(weakref.ref(out))
             return outs
+
+    def _copy_in(self, values: list) -> None:
+        """Writes the arguments into the input buffers. A device argument may itself show an
+        input buffer (a lent result: an input returned unchanged, or an output updated in
+        place over a donated input) that another argument's copy writes first (swapped state,
+        ping-pong buffers): such sources are staged through a temporary buffer before any
+        input buffer is written."""
+        written, sources = set(), []
+        for i, v in enumerate(values):
+            buf = getattr(v, "_buffer", None)
+            if buf is None:
+                written.add(self.addr[i])
+                sources.append(None)
+            elif buf.ptr != self.addr[i]:
+                written.add(self.addr[i])
+                sources.append(buf.ptr)
+            else:
+                sources.append(self.addr[i])  # in place
+        staged = {}
+        for i, src in enumerate(sources):
+            if src is not None and src != self.addr[i] and src in written and src not in staged:
+                tmp = staged[src] = DeviceBuffer(self.slot_types[i].nbytes, self.ordinal)
+                copy_device_to_device(tmp.ptr, src, self.slot_types[i].nbytes, self.stream)
+                self.staged_copies += 1
+        for i, (v, src) in enumerate(zip(values, sources, strict=True)):
+            if src is None:
+                self._upload(i, v)
+            elif src != self.addr[i]:
+                src = staged[src].ptr if src in staged else src
+                copy_device_to_device(self.addr[i], src, self.slot_types[i].nbytes, self.stream)
+        # The temporaries go back to the caching allocator now: their next user is ordered
+        # after these copies on the same stream (memory.py).
+        for tmp in staged.values():
+            tmp.free()
 
     def _adoptable(self, values: list, donated) -> dict:
         """{input slot: buffer} of the donated arguments whose own buffers (a whole
@@ -277,7 +313,7 @@ class CUDAExecutable:
         in_place, consumed = set(), set()
         for i, v in enumerate(values[: self.n_inputs]):
             buf = getattr(v, "_buffer", None)
-            if type(buf) is SlotView and buf.exe is self:
+            if type(buf) is SlotView and buf.owner is self._token:
                 if buf.ptr == self.addr[i]:
                     in_place.add(id(v))
                 if i in donated:
@@ -288,7 +324,7 @@ class CUDAExecutable:
             if a is None or getattr(a, "_deleted", False):
                 continue
             buf = a._buffer
-            if type(buf) is not SlotView or buf.exe is not self:
+            if type(buf) is not SlotView or buf.owner is not self._token:
                 continue  # moved already
             if id(a) in in_place and id(a) not in consumed:
                 kept.append(ref)  # read in place, not written (not donated): stays lent

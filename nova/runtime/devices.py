@@ -20,6 +20,7 @@ nova/gpu/executable.py), so a training loop keeps its state on the device.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -163,7 +164,12 @@ class GPUArray(Array):
             from nova.gpu import copy_device_to_host, default_stream
 
             out = np.empty(self.shape, self.dtype)
-            copy_device_to_host(out, self._buffer.ptr, default_stream(self._device.id))
+            # A result lent by an executable (a SlotView) is read under that executable's lock:
+            # a call on another thread could otherwise move it (copy-on-write) or overwrite
+            # its buffer between reading the address and the copy.
+            lock = getattr(self._buffer, "lock", None)
+            with lock if lock is not None else contextlib.nullcontext():
+                copy_device_to_host(out, self._buffer.ptr, default_stream(self._device.id))
             out.flags.writeable = False  # the cached copy must not be changed through a view
             self._host = out
         return self._host

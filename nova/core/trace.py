@@ -203,14 +203,14 @@ def _small_and_finite(value) -> bool:
 
 
 def _check_shape_rule(prim, in_types, params, source) -> list:
+    """The output types of `prim` on `in_types`; the rule's ShapeError / TypeError / ValueError
+    re-raised naming the primitive and `source` (None: the user's line, found only then)."""
     try:
         out = prim.shape_rule(*in_types, **params)
-    except ShapeError as e:
-        raise ShapeError(f"{e} (in nova.{prim.name}, at {short(source)})") from None
-    except TypeError as e:
-        raise TypeError(f"{e} (in nova.{prim.name}, at {short(source)})") from None
-    except ValueError as e:
-        raise ValueError(f"{e} (in nova.{prim.name}, at {short(source)})") from None
+    except (ShapeError, TypeError, ValueError) as e:
+        where = short(source if source is not None else user_frame_line())
+        kind = next(k for k in (ShapeError, TypeError, ValueError) if isinstance(e, k))
+        raise kind(f"{e} (in nova.{prim.name}, at {where})") from None
     return list(out) if prim.multiple_results else [out]
 
 
@@ -278,12 +278,12 @@ def bind(prim: Primitive, *args, **params):
     """Applies a primitive: records it in the current trace, or evaluates it eagerly."""
     params = prim.canonical_params(params)
     trace = current_trace()
-    source = user_frame_line()
     if trace is None:
-        # Eager: any tracer here has escaped its trace (_host_value raises).
+        # Eager: any tracer here has escaped its trace (_host_value raises). The user's line
+        # is looked up only for an error message (a stack walk per op otherwise).
         vals = [_host_value(a) for a in args]
         out_types = _check_shape_rule(
-            prim, [TensorType(v.shape, v.dtype) for v in vals], params, source
+            prim, [TensorType(v.shape, v.dtype) for v in vals], params, None
         )
         raw = evaluate(prim, vals, params, out_types)
         outs = [Array(o, owned=_fresh(o, vals, raw)) for o in raw]
@@ -294,7 +294,7 @@ def bind(prim: Primitive, *args, **params):
                         a._owned = False
     else:
         ins = [trace.lift(a) for a in args]
-        outs = trace.add_eqn(prim, ins, params, source)
+        outs = trace.add_eqn(prim, ins, params, user_frame_line())
     return outs if prim.multiple_results else outs[0]
 
 

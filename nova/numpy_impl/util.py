@@ -98,6 +98,12 @@ def broadcast_to(x: Array, shape) -> Array:
 
 def promote(name: str, *args, to_inexact: bool = False) -> list[Array]:
     """Promotes to one dtype (Python scalars weakly typed) and broadcasts to one shape."""
+    first = args[0] if args else None
+    if isinstance(first, Array):  # fast path: Arrays of one shape and dtype (x + y)
+        aval = first.aval
+        if all(isinstance(a, Array) and a.aval == aval for a in args) and \
+                (not to_inexact or dtypes.is_float(aval.dtype)):
+            return list(args)
     for a in args:
         if isinstance(a, str) or a is None:
             raise TypeError(f"{name}: unsupported operand type {type(a).__name__}{where_am_i()}")

@@ -206,6 +206,13 @@ def _wrap_outputs(raw: list, values: list, handed_over=(), leaves=None) -> list:
     the executable wrote (an output written over one is Nova's: the argument is deleted).
     leaves: the call's argument leaves; an Array argument whose buffer an output shows is no
     longer owned either (donating it later must not write what the output shows)."""
+    if all(o.base is None for o in raw):
+        # Fast path: outputs that own their memory, none of them an argument or an argument's
+        # base: all are Nova's own buffers (a small call spent ~4 us in the general rule).
+        ids = {id(o) for o in raw}
+        if len(ids) == len(raw) and not any(
+                id(v) in ids or id(getattr(v, "base", None)) in ids for v in values):
+            return [Array(o, owned=True) for o in raw]
     handed_over = frozenset(handed_over)
     ins = {id(v) for k, v in enumerate(values) if k not in handed_over}
     if leaves is not None:

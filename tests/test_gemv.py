@@ -78,3 +78,32 @@ def test_matches_numpy(dtype, k, n):
         scale = np.sqrt(k) * max(1.0, float(np.abs(ref).max()))
         tol = (2e-6 if dtype == f32 else 1e-14) * scale
         assert float(np.abs(got - ref).max()) <= tol, (name, float(np.abs(got - ref).max()))
+
+
+def test_ssa_names_are_unique_for_every_shape():
+    """Every emitted kernel defines each SSA name once (a load named like an index constant,
+    %c<k>, broke the "columns" kernel for k = 31, (9, 64), ...: found by review)."""
+    import re
+
+    for k in list(range(1, 70)) + [127, 128, 1000]:
+        for n in (1, 2, 3, 7, 8, 9, 16, 31, 64, 65, 3072):
+            for f, specs in ((lambda x, w: x @ w, [S((k,), f32), S((k, n), f32)]),
+                             (lambda w, x: w @ x, [S((n, k), f32), S((k,), f32)])):
+                (kern,) = _contractions(f, *specs)
+                for threads in (1, 2):
+                    text = gemv.emit_gemv("k", kern, threads=threads)
+                    if text is None:  # k == 1 or n == 1 on both sides: an outer product
+                        continue
+                    # definitions: `%x = ...`, `%r:2 = ...` and iter_args' `(%a = %init`
+                    names = re.findall(r"(%\w+)(?::\d+)? = ", text)
+                    dup = {m for m in names if names.count(m) > 1}
+                    assert not dup, (k, n, threads, sorted(dup)[:5])
+
+
+@pytest.mark.parametrize("k, n", [(31, 31), (9, 64), (5, 10), (65, 7), (127, 3072)])
+def test_shapes_found_by_review(k, n):
+    rng = np.random.default_rng(k + n)
+    x = rng.standard_normal(k).astype(f32)
+    w = rng.standard_normal((k, n)).astype(f32)
+    got = np.asarray(nova.jit(lambda a, b: a @ b)(x, w))
+    np.testing.assert_allclose(got, x.astype(f64) @ w, rtol=1e-4, atol=1e-4 * np.sqrt(k))

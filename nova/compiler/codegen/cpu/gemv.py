@@ -226,7 +226,7 @@ class _GemvGen:
         bs = [e.op(f"vector.broadcast {v} : {el} to {vt}", "b") for v in vs]
         j = f"%jc{e.count}"
         e.for_(j, lo, vec_end, e.idx(W))
-        c = e.op(f"vector.load %C[{j}] : {self.c_t}, {vt}", "c")
+        c = e.op(f"vector.load %C[{j}] : {self.c_t}, {vt}", "cv")
         for kk, b in zip(ks, bs, strict=True):
             m = e.op(f"vector.load %M[{kk}, {j}] : {self.m_t}, {vt}", "m")
             c = self.fma(m, b, c)
@@ -234,7 +234,7 @@ class _GemvGen:
         e.close()
         j = f"%jt{e.count}"
         e.for_(j, vec_end, hi, e.idx(1))
-        c = e.op(f"memref.load %C[{j}] : {self.c_t}", "c")
+        c = e.op(f"memref.load %C[{j}] : {self.c_t}", "cv")
         for kk, v in zip(ks, vs, strict=True):
             m = e.op(f"memref.load %M[{kk}, {j}] : {self.m_t}", "m")
             c = e.op(f"math.fma {m}, {v}, {c} : {el}", "f")

@@ -350,6 +350,8 @@ class _Emitter:
         self.consts: dict[str, str] = {}  # SSA name -> defining op, emitted at function entry
 
     def fresh(self, hint: str = "t") -> str:
+        if hint in ("c", "cm"):  # idx()'s constants are %c<value> / %cm<value>
+            raise ValueError(f"SSA hint {hint!r} is reserved for index constants")
         self.count += 1
         return f"%{hint}{self.count}"
 

@@ -502,5 +502,7 @@ def test_gpu_arguments_lower_for_their_gpu_by_every_route(fake):
     x = _gpu(np.eye(4, dtype=f32) * 2.0)
     f = nova.jit(lambda a: a @ a + 1.0)
     assert f.trace(x).lower().compile()._on_gpu and f.lower(x).compile()._on_gpu
+    # Eager ops read GPU arrays through host copies, with or without a broadcast.
+    assert type(x + x) is nova.Array and type(x + 1.0) is nova.Array
     assert not f.lower(x, target="cpu").compile()._on_gpu
     np.testing.assert_array_equal(np.asarray(f(x)), np.eye(4) * 4 + 1)

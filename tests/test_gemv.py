@@ -46,7 +46,7 @@ def test_not_matrix_vector(f, specs):
 
 
 def test_threads_split_the_output():
-    (k,) = _contractions(lambda x, w: x @ w, S((512,), f32), S((512, 1024), f32))
+    (k,) = _contractions(lambda x, w: x @ w, S((1024,), f32), S((1024, 2048), f32))
     assert "omp.parallel" in gemv.emit_gemv("k", k, threads=2)
     assert "omp.parallel" not in gemv.emit_gemv("k", k, threads=1)
     (small,) = _contractions(lambda x, w: x @ w, S((16,), f32), S((16, 64), f32))
@@ -65,7 +65,7 @@ CASES = {
 
 @pytest.mark.parametrize("dtype", [f32, f64])
 @pytest.mark.parametrize("k, n", [(1, 1), (3, 5), (16, 16), (17, 33), (100, 7), (5, 2049),
-                                  (700, 300), (300, 700), (4099, 3)])
+                                  (700, 300), (300, 700), (4099, 3), (1500, 1500)])
 def test_matches_numpy(dtype, k, n):
     rng = np.random.default_rng(k * 1000 + n)
     x = rng.standard_normal(k).astype(dtype)

@@ -120,15 +120,19 @@ def _device():
 
 @section("device arrays")
 def _device_arrays():
-    """nova.devices() / device_put round trip through GPU memory, and a CPU program reading a
-    GPU array (its host copy)."""
+    """nova.devices() / device_put round trip through GPU memory, and a jitted function called
+    on a GPU array: compiled for the GPU (its kernel from the carried cache: gpu_cases.DOUBLE),
+    result on the GPU."""
     import nova
+    from bench.gpu_cases import DOUBLE, DOUBLE_SHAPE
 
-    x = np.random.default_rng(0).standard_normal((257, 33)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal(DOUBLE_SHAPE).astype(np.float32)
     y = nova.device_put(x, "cuda")
     back = np.asarray(y)
-    doubled = np.asarray(nova.jit(lambda a: a * 2.0)(y))
+    out = nova.jit(DOUBLE)(y)
+    doubled = np.asarray(out)
     ok = (nova.devices()[0].platform == "cuda" and y.device.platform == "cuda"
+          and out.device.platform == "cuda"
           and np.array_equal(back, x) and np.array_equal(doubled, x * 2))
     y.delete()
     ROWS.append(("device arrays", "device_put round trip", f"{nova.devices()}",

@@ -116,6 +116,13 @@ def _gpt2_tiny_case() -> Case:
 
 
 # Correctness: every kind of GPU kernel the backend generates, at small and edge shapes.
+def DOUBLE(a):  # noqa: N802 - one function shared with device_check.py
+    """a * 2.0: the program of device_check.py's `device arrays` section."""
+    return a * 2.0
+
+
+DOUBLE_SHAPE = (257, 33)
+
 CHECKS = [
     _gpt2_tiny_case(),
     # Attention forward + backward: the flash kernels (codegen/cuda/attention.py), every mask
@@ -131,6 +138,9 @@ CHECKS = [
     Case("elementwise_gelu_bias", lambda x, b: F.gelu(x + b, approximate=True),
          (S((64, 256), f32), S((256,), f32))),
     Case("elementwise_odd_shape", lambda x: jnp.exp(x) * 2.0 - x, (S((7, 13), f32),)),
+    # The program device_check.py's `device arrays` section jits on a GPU array (computation
+    # follows data): its kernel must be in the carried cache (no MLIR on the GPU machine).
+    Case("device_array_double", DOUBLE, (S(DOUBLE_SHAPE, f32),)),
     Case("elementwise_bf16_round_trip", lambda x: (x.astype(bf16) * 3).astype(f32),
          (S((32, 64), f32),), tol=1e-2),
     Case("concat_pad", lambda x, y: jnp.pad(jnp.concatenate([x, y], axis=1), ((0, 0), (4, 4))),

@@ -506,3 +506,21 @@ def test_gpu_arguments_lower_for_their_gpu_by_every_route(fake):
     assert type(x + x) is nova.Array and type(x + 1.0) is nova.Array
     assert not f.lower(x, target="cpu").compile()._on_gpu
     np.testing.assert_array_equal(np.asarray(f(x)), np.eye(4) * 4 + 1)
+
+
+def test_jit_on_a_gpu_array_finds_the_kernels_compiled_ahead_of_time(fake, monkeypatch):
+    """The program device_check.py jits on a GPU array compiles to the kernels that
+    bench/build_gpu_cache.py puts in the carried cache (the GPU machine has no MLIR)."""
+    from bench.gpu_cases import DOUBLE, DOUBLE_SHAPE
+
+    nova.jit(DOUBLE).lower(S(DOUBLE_SHAPE, f32), target="cuda:sm_90").compile()
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("a kernel was compiled again")
+
+    monkeypatch.setattr(backend_cuda, "compile_to_ptx", no_compiling)
+    monkeypatch.setattr(backend_cuda, "_mem", {})  # only the disk cache remains
+    x = np.random.default_rng(0).standard_normal(DOUBLE_SHAPE).astype(f32)
+    out = nova.jit(DOUBLE)(_gpu(x))
+    assert out.device.platform == "cuda"
+    np.testing.assert_array_equal(np.asarray(out), x * 2)

@@ -39,6 +39,7 @@ from nova.core.trace import (
     _reference_eval,
     current_trace,
     end_trace,
+    set_device_executor,
     set_eager_executor,
     trace_context,
 )
@@ -177,6 +178,43 @@ def _find_first_nan(program: Program, values: list):
 
 
 set_eager_executor(_eager)
+
+
+_DEVICE_EAGER: dict = {}  # (primitive name, params key) -> nova.jit applying it
+_HOST_ONLY: set = set()  # (primitive name, params key, argument types) with no GPU kernel
+
+
+def _eager_on_device(prim, args, params):
+    """An eager primitive with an argument on a GPU, run there: a cached `jit` of the one
+    primitive (computation follows data, so it compiles for that GPU; results are GPU Arrays).
+    NotImplemented (the caller computes on the host from host copies) when the params are not
+    hashable or the primitive has no GPU kernel for these arguments (remembered)."""
+    from nova.compiler.cse import _param_key
+
+    try:
+        key = (prim.name, tuple(sorted((k, _param_key(v)) for k, v in params.items())))
+        hash(key)
+    except TypeError:
+        return NotImplemented
+    where = (key, tuple(_aval_of(a, "x") if not isinstance(a, Array) else a.aval
+                        for a in args))
+    if where in _HOST_ONLY:
+        return NotImplemented
+    fn = _DEVICE_EAGER.get(key)
+    if fn is None:
+        def apply(*xs):
+            return prim.bind(*xs, **params)
+
+        apply.__name__ = prim.name
+        fn = _DEVICE_EAGER[key] = jit(apply)
+    try:
+        return fn(*args)
+    except NotImplementedError:  # raised by the CUDA backend before anything runs
+        _HOST_ONLY.add(where)
+        return NotImplemented
+
+
+set_device_executor(_eager_on_device)
 
 
 def _uses_cpu_compiler() -> bool:

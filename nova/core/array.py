@@ -21,6 +21,7 @@ class Array:
     """
 
     __slots__ = ("_value", "_deleted", "_aval", "_owned", "__weakref__")
+    _on_device = False  # True for Arrays whose buffer is a device's (nova.runtime.devices)
     __array_priority__ = 100
 
     def __init__(self, value: np.ndarray, owned: bool = False):

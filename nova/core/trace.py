@@ -249,6 +249,17 @@ def evaluate(prim, values, params, out_types) -> list:
     return _eager_executor(prim, values, params, out_types)
 
 
+# Eager application of a primitive to arguments of which one lives on a device (a GPU Array,
+# `Array._on_device`): fn(prim, args, params) -> the result, or NotImplemented to evaluate on
+# the host instead. nova.jit installs one (the op runs on that device, as JAX's do).
+_device_executor: Callable | None = None
+
+
+def set_device_executor(fn: Callable | None) -> None:
+    global _device_executor
+    _device_executor = fn
+
+
 # --- the current trace ---------------------------------------------------------------------------
 
 _state = threading.local()
@@ -279,6 +290,10 @@ def bind(prim: Primitive, *args, **params):
     params = prim.canonical_params(params)
     trace = current_trace()
     if trace is None:
+        if _device_executor is not None and any(getattr(a, "_on_device", False) for a in args):
+            out = _device_executor(prim, args, params)
+            if out is not NotImplemented:
+                return out
         # Eager: any tracer here has escaped its trace (_host_value raises). The user's line
         # is looked up only for an error message (a stack walk per op otherwise).
         vals = [_host_value(a) for a in args]

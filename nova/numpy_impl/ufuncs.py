@@ -11,7 +11,6 @@ from nova.core.array import Array
 from nova.core.trace import current_trace
 from nova.numpy_impl.util import asarray, broadcast_shapes, promote, where_am_i
 from nova.ops import lax
-from nova.runtime.devices import GPUArray
 
 
 def _unary_float(name, op):
@@ -74,8 +73,7 @@ def _eager_broadcasting(name, op, to_inexact, x1, x2):
         return None
     if not (isinstance(x1, _OPERANDS) and isinstance(x2, _OPERANDS)):
         return None
-    if type(x1) is GPUArray or type(x2) is GPUArray:
-        return None  # eager ops read GPU arrays through host copies (nova/runtime/devices.py)
+
     dt = dtypes.result_type(x1, x2)
     if to_inexact and not dtypes.is_float(dt):
         dt = dtypes.default_float

@@ -10,7 +10,10 @@ keeps the default on the host.
 
 Computation follows data, as in JAX: `nova.jit(f)(x)` with an argument on a GPU compiles f for
 that GPU (target "cuda:sm_XX" of the device) and runs it there; host arguments of the same call
-are uploaded, and the results are GPU Arrays on that device. Arguments on two different GPUs
+are uploaded, and the results are GPU Arrays on that device. Eager ops do the same (`x + 1`,
+`jnp.sum(x)` on a GPU array: one compiled program per primitive and signature, cached); an
+op with no GPU kernel, or a machine without the MLIR bindings to compile a missing kernel,
+computes on the host from the arrays' host copies instead. Arguments on two different GPUs
 are a ValueError. With only host arguments the program runs on the CPU. A program compiled with
 `.lower(..., target="cuda:sm_XX").compile()` runs on the GPU whatever its arguments and returns
 GPU Arrays as well. Results stay in the executable's buffers until its next call needs them
@@ -116,6 +119,7 @@ class GPUArray(Array):
     host copy made on first use (`np.asarray`, printing, a CPU program's argument)."""
 
     __slots__ = ("_buffer", "_device", "_host")
+    _on_device = True  # eager ops on it run on its GPU (nova/jit.py _eager_on_device)
 
     def __init__(self, host: np.ndarray, device: Device):
         from nova.gpu import DeviceBuffer, copy_host_to_device, default_stream

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import builtins
 
-import numpy as np
-
 from nova.core import dtypes
-from nova.core.array import Array
-from nova.core.trace import current_trace
-from nova.numpy_impl.util import asarray, broadcast_shapes, promote, where_am_i
 from nova.ops import lax
+from nova.numpy_impl.util import asarray, promote, where_am_i
 
 
 def _unary_float(name, op):
@@ -45,51 +41,12 @@ reciprocal = _unary_float("reciprocal", lax.reciprocal)
 
 def _binary(name, op, to_inexact=False):
     def f(x1, x2, /):
-        if current_trace() is None:
-            out = _eager_broadcasting(name, op, to_inexact, x1, x2)
-            if out is not None:
-                return out
         a, b = promote(name, x1, x2, to_inexact=to_inexact)
         return op(a, b)
 
     f.__name__ = name
     f.__doc__ = f"Elementwise {name} with NumPy broadcasting (numpy.{name})."
     return f
-
-
-_EAGER_BINARY: dict = {}  # (name, to_inexact) -> nova.jit of the promoted op
-_OPERANDS = (Array, int, float, np.ndarray, np.generic)  # (bool is an int)
-
-
-def _eager_broadcasting(name, op, to_inexact, x1, x2):
-    """Eagerly, a binary op whose operands need a broadcast or a cast (`x + 1.0`, `m * v`) runs
-    as one jitted program (the broadcast fused into the op's kernel: one dispatch, ~20 us)
-    instead of one eager op per broadcast and cast (~20 us each; `x + 1.0` took 77 us). Python
-    scalars keep their weak types: they become arrays of the promoted dtype first, then the
-    program promotes the (now strongly typed) operands to that same dtype. None when nothing
-    needs a broadcast or a cast (one eager op is as cheap) or an operand is not an array or a
-    number (the general path reports it)."""
-    if isinstance(x1, Array) and isinstance(x2, Array) and x1.aval == x2.aval:
-        return None
-    if not (isinstance(x1, _OPERANDS) and isinstance(x2, _OPERANDS)):
-        return None
-
-    dt = dtypes.result_type(x1, x2)
-    if to_inexact and not dtypes.is_float(dt):
-        dt = dtypes.default_float
-    a = x1 if isinstance(x1, Array) else asarray(x1, dt)
-    b = x2 if isinstance(x2, Array) else asarray(x2, dt)
-    broadcast_shapes(a.shape, b.shape, name=name)  # a mismatch names the user's line here
-    fn = _EAGER_BINARY.get((name, to_inexact))
-    if fn is None:
-        from nova.jit import jit
-
-        def promoted(a, b):
-            return op(*promote(name, a, b, to_inexact=to_inexact))
-
-        promoted.__name__ = name
-        fn = _EAGER_BINARY[(name, to_inexact)] = jit(promoted)
-    return fn(a, b)
 
 
 add = _binary("add", lambda a, b: lax.bitwise_or(a, b) if a.dtype == dtypes.bool_ else lax.add(a, b))

@@ -186,11 +186,15 @@ _HOST_ONLY: set = set()  # (primitive name, params key, argument types) with no 
 
 def _eager_on_device(prim, args, params):
     """An eager primitive with an argument on a GPU, run there: a cached `jit` of the one
-    primitive (computation follows data, so it compiles for that GPU; results are GPU Arrays).
-    NotImplemented (the caller computes on the host from host copies) when the params are not
-    hashable or the primitive has no GPU kernel for these arguments (remembered)."""
+    primitive (computation follows data, so it compiles for that GPU; results are GPU Arrays
+    of their own: the executable reads the arguments where they are and keeps no buffers,
+    CUDAExecutable.call_direct). NotImplemented (the caller computes on the host from host
+    copies) when the params are not hashable, the primitive has no GPU kernel for these
+    arguments (remembered), or debug_nans is on (the host path names the user's line)."""
     from nova.compiler.cse import _param_key
 
+    if config.read("debug_nans") or any(getattr(a, "_deleted", False) for a in args):
+        return NotImplemented  # the host path names the op (or the deleted operand) and line
     try:
         key = (prim.name, tuple(sorted((k, _param_key(v)) for k, v in params.items())))
         hash(key)
@@ -207,6 +211,7 @@ def _eager_on_device(prim, args, params):
 
         apply.__name__ = prim.name
         fn = _DEVICE_EAGER[key] = jit(apply)
+        fn._direct = True  # its CUDA executables run by call_direct (keep no buffers)
     try:
         return fn(*args)
     except NotImplementedError:  # raised by the CUDA backend before anything runs
@@ -424,7 +429,10 @@ class Compiled:
         ordinal = device.id if device is not None else None
         started = exe.started
         try:
-            outs = exe.call_on_device(vals, frozenset(donated), wrap, ordinal=ordinal)
+            if getattr(self._fn, "_direct", False):  # an eager op: nothing kept between calls
+                outs = exe.call_direct(vals, wrap, ordinal=ordinal)
+            else:
+                outs = exe.call_on_device(vals, frozenset(donated), wrap, ordinal=ordinal)
             if debug_nans:
                 host_out = [np.asarray(o) for o in outs]
                 if _has_nan(host_out) and not _has_nan(host_in):

@@ -567,3 +567,33 @@ def test_eager_op_without_a_gpu_kernel_computes_on_the_host(fake, monkeypatch):
         assert type(y) is nova.Array
         np.testing.assert_array_equal(np.asarray(y), -np.arange(4))
     assert len(tries) == 1
+
+
+def test_eager_gpu_ops_keep_no_buffers_and_own_their_results(fake):
+    """An eager op's executable reads its arguments where they are and writes results that own
+    their memory: nothing stays allocated once the results are dropped, and a kept result
+    keeps its value across later calls of the same op."""
+    import gc
+
+    x = _gpu(np.arange(1024, dtype=f32))
+    gc.collect()
+    base = gpu.memory_stats()["allocated_bytes"]
+    r1 = x * 2.0  # compiles; the executable is cached
+    fake.calls.clear()
+    r2 = x * 3.0
+    np.testing.assert_array_equal(np.asarray(r1), np.arange(1024) * 2.0)
+    np.testing.assert_array_equal(np.asarray(r2), np.arange(1024) * 3.0)
+    assert "cuMemcpyDtoDAsync" not in fake.calls  # the argument read in place
+    del r1, r2
+    gc.collect()
+    assert gpu.memory_stats()["allocated_bytes"] == base  # the executable holds nothing
+
+
+def test_eager_gpu_ops_with_debug_nans_name_the_line(fake):
+    x = _gpu(np.array([0.0, 1.0], f32))
+    nova.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="test_gpu_runtime_fake.py"):
+            x * float("inf")
+    finally:
+        nova.config.update("debug_nans", False)

@@ -106,6 +106,8 @@ class CUDAExecutable:
         self.target = target
         self.use_graph = use_graph
         self.output_types = [slot_types[s] for s in output_slots]  # results' types
+        self._kernel_written = {s for l in launches if l.ptx is not None for s in l.outputs}
+        self.direct = False  # prepared for call_direct (set by its first call)
         self.calls = 0
         self._ready = False
         self._graph = None
@@ -119,10 +121,11 @@ class CUDAExecutable:
         self._call_lock = threading.Lock()
 
     # --- set-up on the first call (needs a GPU) -----------------------------------------------
-    def _prepare(self, ordinal: int | None = None, adopt=None) -> None:
+    def _prepare(self, ordinal: int | None = None, adopt=None, direct: bool = False) -> None:
         """Allocates the buffers and loads the modules on device `ordinal`. adopt: {input slot:
         DeviceBuffer} taken as those inputs' buffers instead of new ones (donated arguments of
-        the first call, which then need no copy)."""
+        the first call, which then need no copy). direct: no buffers for the inputs and for
+        the outputs a kernel writes (call_direct brings its own)."""
         from nova.gpu.device import context, get_device_properties
 
         ordinal = context(ordinal).ordinal
@@ -142,6 +145,8 @@ class CUDAExecutable:
         for launch in self.launches:
             slots.update(launch.inputs)
             slots.update(launch.outputs)
+        if direct:
+            slots -= set(range(self.n_inputs)) | (set(self.output_slots) & self._kernel_written)
         for s in sorted(slots):
             if s in offsets:
                 self.addr[s] = self.arena.ptr + offsets[s]
@@ -185,16 +190,20 @@ class CUDAExecutable:
         with self._call_lock:
             return self._call(values)
 
-    def _ensure_ready(self, ordinal: int | None, adopt=None) -> None:
+    def _ensure_ready(self, ordinal: int | None, adopt=None, direct: bool = False) -> None:
         if self._ready:
             if ordinal is not None and ordinal != self.ordinal:
                 raise ValueError(f"this executable runs on cuda:{self.ordinal}; its arguments "
                                  f"are on cuda:{ordinal} (compile it again for that device)")
+            if direct != self.direct:
+                raise RuntimeError("an executable runs either by call_direct or by the other "
+                                   "calls, not both")
             return
         from nova.gpu.driver import GPUUnavailableError
 
         try:
-            self._prepare(ordinal, adopt)
+            self._prepare(ordinal, adopt, direct)
+            self.direct = direct
         except GPUUnavailableError as e:
             raise GPUUnavailableError(
                 f"this program was compiled for {self.target} and needs an NVIDIA GPU to run: "
@@ -250,6 +259,53 @@ class CUDAExecutable:
                 out = wrap(view, t) if wrap is not None else view
                 outs.append(out)
                 self._lent.append(weakref.ref(out))
+            return outs
+
+    def call_direct(self, values: list, wrap=None, ordinal: int | None = None) -> list:
+        """Runs once over the arguments' own buffers (host values uploaded to temporaries) into
+        fresh buffers that the results own: no graph, nothing lent, no input copies kept. For
+        eager ops, whose executables are many and whose arguments change from call to call
+        (the other calls keep a copy of every input). wrap(buffer, type) builds a result from
+        its DeviceBuffer (default: the buffer). Raises ValueError for another device's
+        arguments than the first call's."""
+        with self._call_lock:
+            self._ensure_ready(ordinal, direct=True)
+            addr = dict(self.addr)
+            temps = []
+            for i, v in enumerate(values[: self.n_inputs]):
+                buf = getattr(v, "_buffer", None)
+                if buf is None:
+                    tmp = DeviceBuffer(self.slot_types[i].nbytes, self.ordinal)
+                    temps.append(tmp)
+                    addr[i] = tmp.ptr
+                    t = self.slot_types[i]
+                    copy_host_to_device(tmp.ptr, np.asarray(v, dtype=t.dtype).reshape(t.shape),
+                                        self.stream)
+                else:
+                    addr[i] = buf.ptr
+            fresh = {}
+            for s in self.output_slots:
+                if s in self._kernel_written and s not in fresh:
+                    fresh[s] = DeviceBuffer(self.slot_types[s].nbytes, self.ordinal)
+                    addr[s] = fresh[s].ptr
+            for launch, fn in zip(self.launches, self.functions, strict=True):
+                if fn is not None:
+                    ptrs = [addr[s] for s in launch.inputs] + [addr[s] for s in launch.outputs]
+                    fn.launch(launch.config, ptrs, self.stream)
+            if self.calls == 0:
+                self.stream.synchronize()  # a failing kernel is reported at its first run
+            self.calls += 1
+            outs, given = [], set()
+            for s, t in zip(self.output_slots, self.output_types, strict=True):
+                buf = fresh.get(s)
+                if buf is None or s in given:  # an argument, a constant, a repeated output
+                    own = DeviceBuffer(t.nbytes, self.ordinal)
+                    copy_device_to_device(own.ptr, addr[s], t.nbytes, self.stream)
+                    buf = own
+                given.add(s)
+                outs.append(wrap(buf, t) if wrap is not None else buf)
+            for tmp in temps:  # the next user of the block is ordered after these launches
+                tmp.free()
             return outs
 
     def _copy_in(self, values: list) -> None:

@@ -180,3 +180,30 @@ def test_a_failed_parallel_compile_leaves_only_the_source_its_error_names(
                   if p.is_file() and p.relative_to(scratch).parts[0].startswith("nova-"))
     assert left == [named]
     assert not [p for p in scratch.iterdir() if p.name.startswith("nova-mem-")]
+
+
+def test_threads_compiling_one_library_do_not_share_a_temporary_file(tmp_path):
+    """Two threads of one process building the same library (one kernel met by two threads'
+    first calls) each link into a temporary of their own before the atomic rename (the
+    temporary was named by the process id alone: one thread's rename took the other's file,
+    found by review)."""
+    import threading
+
+    text = "func.func @k_t(%a: memref<4xf32>) {\n  return\n}\n"
+    so = str(tmp_path / "k_t.so")
+    errors = []
+
+    def build():
+        try:
+            for _ in range(3):
+                cc.compile_to_shared_library(text, ["k_t"], so, what="k_t")
+        except Exception as e:  # noqa: BLE001 - collected for the assertion
+            errors.append(e)
+
+    threads = [threading.Thread(target=build) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert os.path.exists(so) and not glob.glob(so + ".tmp*")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 
 from nova.compiler.attention import fuse_attention
@@ -39,7 +40,7 @@ PASSES = [
 def _dump(dump_dir: str, index: int, name: str, program: Program, tag: str) -> None:
     os.makedirs(dump_dir, exist_ok=True)
     path = os.path.join(dump_dir, f"{tag}.{index:02d}.{name}.mlir")
-    tmp = path + ".tmp"
+    tmp = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"  # per process and thread
     with open(tmp, "w") as f:
         f.write(program.as_text())
     os.replace(tmp, path)

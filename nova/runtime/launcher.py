@@ -67,7 +67,7 @@ def _build(src: str, so_path: str) -> None:
         c_path = os.path.join(work, "launcher.c")
         with open(c_path, "w") as f:
             f.write(src)
-        tmp = f"{so_path}.tmp{os.getpid()}"
+        tmp = f"{so_path}.tmp{os.getpid()}.{threading.get_ident()}"  # per process and thread
         res = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", tmp, c_path],
                              capture_output=True, text=True)
     if res.returncode != 0:

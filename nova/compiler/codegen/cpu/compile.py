@@ -236,7 +236,7 @@ def _compile_and_link(text: str, func_names: list[str], so_path: str, work: str,
             raise CompilerError(
                 f"compiling {what} failed in stage '{stage}': {e}\n  MLIR: {src_path}"
             ) from None
-    tmp_so = so_path + f".tmp{os.getpid()}"
+    tmp_so = f"{so_path}.tmp{os.getpid()}.{threading.get_ident()}"  # per process and thread
     omp_dir = os.path.dirname(omp_lib) if openmp else None
     errors = []
     for link in link_commands(obj, tmp_so, omp_dir):

@@ -151,3 +151,20 @@ def test_numpy_conversion_of_escaped_tracer_says_escaped():
     nova.jit(lambda x: leaked.append(x * 2) or x)(np.ones(2))
     with pytest.raises(nova.UnexpectedTracerError, match="escaped"):
         np.asarray(leaked[0])
+
+
+def test_boolean_subtract_is_a_type_error_on_every_backend():
+    """NumPy and JAX refuse `-` on booleans; the compiled backend computed a xor (found by
+    review), the interpreter raised NumPy's error: now both raise the same TypeError."""
+    import nova
+
+    a = jnp.asarray(np.array([True, False]))
+    for backend in ("compiled", "interpreter"):
+        nova.config.update("backend", backend)
+        try:
+            with pytest.raises(TypeError, match="boolean subtract.*test_errors.py"):
+                a - a
+            with pytest.raises(TypeError, match="boolean subtract"):
+                jnp.subtract(a, True)
+        finally:
+            nova.config.update("backend", "compiled")

@@ -50,7 +50,14 @@ def _binary(name, op, to_inexact=False):
 
 
 add = _binary("add", lambda a, b: lax.bitwise_or(a, b) if a.dtype == dtypes.bool_ else lax.add(a, b))
-subtract = _binary("subtract", lax.sub)
+def _sub(a, b):
+    if a.dtype == dtypes.bool_:  # NumPy's and JAX's rule (the compiled backend gave a xor)
+        raise TypeError("subtract: boolean subtract, the `-` operator, is not supported; use "
+                        f"bitwise_xor (`^`) or logical_xor{where_am_i()}")
+    return lax.sub(a, b)
+
+
+subtract = _binary("subtract", _sub)
 multiply = _binary(
     "multiply", lambda a, b: lax.bitwise_and(a, b) if a.dtype == dtypes.bool_ else lax.mul(a, b)
 )

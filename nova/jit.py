@@ -190,7 +190,8 @@ def _eager_on_device(prim, args, params):
     of their own: the executable reads the arguments where they are and keeps no buffers,
     CUDAExecutable.call_direct). NotImplemented (the caller computes on the host from host
     copies) when the params are not hashable, the primitive has no GPU kernel for these
-    arguments (remembered), or debug_nans is on (the host path names the user's line)."""
+    arguments or cannot be compiled here (remembered), or debug_nans is on (the host path
+    names the user's line)."""
     from nova.compiler.cse import _param_key
 
     if config.read("debug_nans") or any(getattr(a, "_deleted", False) for a in args):
@@ -212,9 +213,15 @@ def _eager_on_device(prim, args, params):
         apply.__name__ = prim.name
         fn = _DEVICE_EAGER[key] = jit(apply)
         fn._direct = True  # its CUDA executables run by call_direct (keep no buffers)
+    from nova.core.errors import CompilerError
+
     try:
         return fn(*args)
-    except NotImplementedError:  # raised by the CUDA backend before anything runs
+    except (NotImplementedError, CompilerError):
+        # Raised while compiling, before anything runs: no GPU kernel for the op, a kernel
+        # missing from the cache on a machine without MLIR, a shape the CUDA codegen cannot
+        # take (an empty reduction, a grid beyond CUDA's limits). The host computes it, as
+        # before eager ops followed their arguments.
         _HOST_ONLY.add(where)
         return NotImplemented
 

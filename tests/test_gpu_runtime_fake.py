@@ -597,3 +597,32 @@ def test_eager_gpu_ops_with_debug_nans_name_the_line(fake):
             x * float("inf")
     finally:
         nova.config.update("debug_nans", False)
+
+
+def test_eager_gpu_ops_that_cannot_compile_compute_on_the_host(fake, monkeypatch):
+    """A kernel missing from the cache on a machine without MLIR, or a shape the CUDA codegen
+    cannot take (an empty reduction), leaves an eager op on the host (found by review: they
+    raised CompilerError)."""
+    from nova.compiler.bindings import MLIRUnavailableError
+
+    empty = jnp.sum(_gpu(np.zeros((0, 3), f32)), axis=0)
+    np.testing.assert_array_equal(np.asarray(empty), np.zeros(3))
+
+    def no_mlir(*args, **kwargs):
+        raise MLIRUnavailableError("no MLIR here (test)")
+
+    monkeypatch.setattr(backend_cuda, "compile_to_ptx", no_mlir)
+    x = _gpu(np.arange(4, dtype=f32))
+    np.testing.assert_array_equal(np.asarray(jnp.tanh(x) * 0.0 - 1.0), [-1.0] * 4)
+
+
+def test_an_eager_op_on_a_lent_result_does_not_race_its_lender(fake):
+    """An eager op reading a jit's lent result first gives it a buffer of its own (under the
+    lender's lock), so the lender's next call on another thread cannot change what it reads."""
+    f = nova.jit(lambda a: a + 1.0)
+    p = f(_gpu(np.zeros(4, f32)))
+    q = jnp.negative(p)
+    f(_gpu(np.full(4, 100.0, f32)))  # the lender's next call
+    np.testing.assert_array_equal(np.asarray(q), [-1.0] * 4)
+    np.testing.assert_array_equal(np.asarray(p), [1.0] * 4)
+    assert type(p._buffer) is gpu.DeviceBuffer  # its own buffer now

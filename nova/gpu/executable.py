@@ -71,6 +71,31 @@ class SlotView:
         self.ptr = self.owner = self.backing = None
 
 
+def _own_foreign_results(values: list, token, ordinal_of) -> None:
+    """Gives every argument lent by another executable (a SlotView whose owner is not `token`)
+    a buffer of its own, copied under its lender's lock: a call then never reads another
+    executable's slot while that executable's next call moves or overwrites it (found by
+    review). Runs before the caller takes its own lock (no two call locks held at once)."""
+    for v in values:
+        buf = getattr(v, "_buffer", None)
+        if type(buf) is not SlotView or buf.owner is token:
+            continue
+        with buf.lock:
+            buf = v._buffer
+            if type(buf) is not SlotView or buf.ptr is None:
+                continue  # moved meanwhile
+            ordinal = ordinal_of(v)
+            own = DeviceBuffer(buf.nbytes, ordinal)
+            copy_device_to_device(own.ptr, buf.ptr, buf.nbytes, default_stream(ordinal))
+            v._buffer = own
+            buf.free()
+
+
+def _device_ordinal(v) -> int | None:
+    device = getattr(v, "_device", None)
+    return device.id if device is not None else None
+
+
 @dataclass
 class GPULaunch:
     """One kernel launch: entry `entry` of `ptx` over value slots (inputs then outputs).
@@ -240,6 +265,7 @@ class CUDAExecutable:
         the view itself). ordinal: the device the arguments are on (the first call fixes it).
         Returns one result per program output; see the module docstring for the lending rule.
         Raises ValueError when `ordinal` differs from the device of the first call."""
+        _own_foreign_results(values[: self.n_inputs], self._token, _device_ordinal)
         with self._call_lock:
             adopt = {} if self._ready else self._adoptable(values, donated)
             self._ensure_ready(ordinal, adopt)
@@ -268,6 +294,7 @@ class CUDAExecutable:
         (the other calls keep a copy of every input). wrap(buffer, type) builds a result from
         its DeviceBuffer (default: the buffer). Raises ValueError for another device's
         arguments than the first call's."""
+        _own_foreign_results(values[: self.n_inputs], self._token, _device_ordinal)
         with self._call_lock:
             self._ensure_ready(ordinal, direct=True)
             addr = dict(self.addr)

@@ -161,7 +161,7 @@ class _GemvGen:
         e.close()
         return s
 
-    # --- "rows": C[j] = sum_k M[j, k] v[k] ----------------------------------------------------------
+    # --- "rows": C[j] = sum_k M[j, k] v[k] ---------------------------------------------------
     def rows(self, lo: str, hi: str) -> None:
         e = self.e
         full = self.split(lo, hi, ROWS)
@@ -204,7 +204,7 @@ class _GemvGen:
                 s = e.op(f"arith.addf {s}, {tail} : {el}", "r")
             e.emit(f"memref.store {s}, %C[{row}] : {self.c_t}")
 
-    # --- "columns": C[j] = sum_k v[k] M[k, j] -------------------------------------------------------
+    # --- "columns": C[j] = sum_k v[k] M[k, j] ------------------------------------------------
     def columns(self, lo: str, hi: str) -> None:
         """KB rows of M at a time, each walked left to right across the slab (KB sequential
         streams: the prefetchers follow them), the slab's partial sums in C (L1-resident)."""

@@ -7,7 +7,7 @@ uploaded once. The first call runs the launches one by one (so a failing kernel 
 later calls replay them as one CUDA graph captured on the second call (calls from several
 threads take turns: they share the buffers and the stream).
 
-Two ways to call it:
+Three ways to call it:
 - `exe(values)`: host NumPy arrays in, host arrays out (copied in and back every call).
 - `exe.call_on_device(values, donated, wrap)`: arguments that live on the GPU are copied device
   to device (or not at all, below); results stay on the GPU. A result is *lent*: it shows the
@@ -18,7 +18,12 @@ Two ways to call it:
   at all. So a loop `state = step(state)` with the state donated keeps the state on the device
   with at most one device-to-device copy per value not updated in place, and none for the rest.
   On the first call, donated arguments' buffers become the input buffers (no copy, and the
-  state is not held twice).
+  state is not held twice). A result lent by another executable gets a buffer of its own
+  (under its lender's lock) before a call reads it.
+- `exe.call_direct(values, wrap)`: for eager ops (nova/jit.py `_eager_on_device`): the kernels
+  read the arguments' own buffers and write fresh buffers that the results own; no graph, and
+  the executable keeps no input or output buffers. An executable is called one way or the
+  other (direct or not), not both.
 """
 
 from __future__ import annotations

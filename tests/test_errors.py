@@ -168,3 +168,18 @@ def test_boolean_subtract_is_a_type_error_on_every_backend():
                 jnp.subtract(a, True)
         finally:
             nova.config.update("backend", "compiled")
+
+
+def test_python_integers_out_of_the_dtype_range_raise_overflow_error():
+    """As in NumPy 2 and JAX: `int32 array + 2**40` used to wrap silently (found by review);
+    NumPy arrays and explicit casts still wrap."""
+    x = jnp.asarray(np.array([1, 2], np.int32))
+    with pytest.raises(OverflowError, match="1099511627776 out of bounds for int32.*test_errors"):
+        x + 2**40
+    with pytest.raises(OverflowError, match="-1 out of bounds for uint8"):
+        jnp.asarray(np.array([1], np.uint8)) + (-1)
+    with pytest.raises(OverflowError, match="300 out of bounds for uint8"):
+        jnp.asarray([1, 300], dtype=jnp.uint8)
+    assert np.asarray(x + 5).tolist() == [6, 7]
+    wrapped = jnp.asarray(np.array([300], np.int64), dtype=jnp.uint8)
+    assert np.asarray(wrapped).tolist() == [44]

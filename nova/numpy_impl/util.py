@@ -45,6 +45,15 @@ def asarray(x, dtype=None) -> Array:
         raise ValueError(f"cannot convert {type(x).__name__} to an array: {e}{where_am_i()}") from None
     if v.dtype == object:
         raise TypeError(f"cannot convert a value of type {type(x).__name__} to a nova Array{where_am_i()}")
+    if v.dtype.kind in "iu" and d.kind in "iu" and v.size and \
+            isinstance(x, int | list | tuple) and not isinstance(x, bool):
+        # Python integers out of the target's range raise, as in NumPy 2 and JAX (`int32 array
+        # + 2**40` wrapped silently to `+ 0`); NumPy arrays and explicit casts still wrap.
+        info = np.iinfo(d)
+        lo, hi = int(v.min()), int(v.max())
+        if lo < info.min or hi > info.max:
+            bad = lo if lo < info.min else hi
+            raise OverflowError(f"Python integer {bad} out of bounds for {d}{where_am_i()}")
     return Array(v.astype(d, copy=False))
 
 

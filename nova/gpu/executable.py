@@ -44,7 +44,7 @@ from nova.gpu.memory import (
     copy_host_to_device,
 )
 from nova.gpu.module import LaunchConfig, Module
-from nova.gpu.stream import default_stream
+from nova.gpu.stream import Stream, default_stream
 
 _modules: dict = {}  # (device ordinal, sha256 of the PTX) -> loaded module (per process)
 
@@ -198,12 +198,13 @@ class CUDAExecutable:
             self.functions.append(load_module(launch.ptx, ordinal).function(launch.entry))
         self._ready = True
 
-    def _launch_all(self) -> None:
+    def _launch_all(self, stream=None) -> None:
+        stream = stream or self.stream
         for launch, fn in zip(self.launches, self.functions, strict=True):
             if fn is None:
                 continue
             ptrs = [self.addr[s] for s in launch.inputs] + [self.addr[s] for s in launch.outputs]
-            fn.launch(launch.config, ptrs, self.stream)
+            fn.launch(launch.config, ptrs, stream)
 
     def run_device(self) -> None:
         """Queues the launch list on the stream (graph replay after the first two calls)."""
@@ -213,8 +214,12 @@ class CUDAExecutable:
                 self.stream.synchronize()  # a failing kernel is reported at its first run
             return
         if self._graph is None:
-            self._graph = Graph.capture(self.stream, self._launch_all)
-        self._graph.replay()
+            # Captured on a stream of its own (nothing runs while capturing): the shared stream
+            # never is in capture mode, where another thread's read of a result (a synchronize)
+            # would be an error and would break the capture (found by a thread test).
+            cap = Stream(self.ordinal)
+            self._graph = Graph.capture(cap, lambda: self._launch_all(cap))
+        self._graph.replay(self.stream)
 
     def __call__(self, values: list) -> list:
         with self._call_lock:

@@ -39,9 +39,10 @@ class Graph:
         exec_handle = _drv.call("cuGraphInstantiate", graph, 0)
         return cls(stream, graph, exec_handle)
 
-    def replay(self) -> None:
-        """Queues one execution of the graph on its stream (asynchronous)."""
-        _drv.call("cuGraphLaunch", self.exec, self.stream.handle)
+    def replay(self, stream=None) -> None:
+        """Queues one execution of the graph on `stream` (default: the stream it was captured
+        on; asynchronous)."""
+        _drv.call("cuGraphLaunch", self.exec, (stream or self.stream).handle)
 
     def __del__(self):
         try:

@@ -28,7 +28,7 @@ import numpy as np
 from nova.config import config
 from nova.core import dtypes
 from nova.core.array import Array
-from nova.core.errors import DeletedArrayError
+from nova.core.errors import CompilerError, DeletedArrayError
 from nova.core.interpreter import run_program
 from nova.core.ir import Program, TensorType
 from nova.core.pytree import _REGISTRY, PyTreeDef, tree_flatten, tree_unflatten
@@ -213,8 +213,6 @@ def _eager_on_device(prim, args, params):
         apply.__name__ = prim.name
         fn = _DEVICE_EAGER[key] = jit(apply)
         fn._direct = True  # its CUDA executables run by call_direct (keep no buffers)
-    from nova.core.errors import CompilerError
-
     try:
         return fn(*args)
     except (NotImplementedError, CompilerError):

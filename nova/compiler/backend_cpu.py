@@ -170,13 +170,11 @@ def _lower_uncached(k: Kernel) -> list:
         text = emit_gemv(k.name, k)
         if text is not None:
             return [(k, k.name, text, None)]
-        if len(k.program.eqns) > 1 and gemv_layout(_split_epilogue(k)[0]) is not None:
+        parts = _split_epilogue(k) if len(k.program.eqns) > 1 else None
+        if parts is not None and gemv_layout(parts[0]) is not None:
             # A matrix-vector product with an epilogue: the product's own kernel, then the
             # epilogue over the (short) result (a GEMM kernel would pack the whole matrix).
-            out = []
-            for part in _split_epilogue(k):
-                out += _lower(part)
-            return out
+            return [lowered for part in parts for lowered in _lower(part)]
         generic = emit_generic_contraction(k) if GENERIC_MATMULS else None
         if generic is not None:
             sym, text, params = generic
@@ -184,12 +182,8 @@ def _lower_uncached(k: Kernel) -> list:
         text = emit_contraction(k.name, k)
         if text is not None:
             return [(k, k.name, text, None)]
-        if len(k.program.eqns) > 1:
-            parts = _split_epilogue(k)
-            out = []
-            for part in parts:
-                out += _lower(part)
-            return out
+        if parts is not None:
+            return [lowered for part in parts for lowered in _lower(part)]
         gk = _contraction_as_loop(k)
         return [(gk, gk.name, emit_loop_kernel(gk.name, gk), None)]
     if k.kind in ("scatter", "scan", "sort"):

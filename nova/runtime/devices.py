@@ -12,8 +12,8 @@ Computation follows data, as in JAX: `nova.jit(f)(x)` with an argument on a GPU 
 that GPU (target "cuda:sm_XX" of the device) and runs it there; host arguments of the same call
 are uploaded, and the results are GPU Arrays on that device. Eager ops do the same (`x + 1`,
 `jnp.sum(x)` on a GPU array: one compiled program per primitive and signature, cached); an
-op with no GPU kernel, or a machine without the MLIR bindings to compile a missing kernel,
-computes on the host from the arrays' host copies instead. Arguments on two different GPUs
+op with no GPU kernel, or one whose kernel cannot be compiled here (not in the kernel cache and
+no MLIR bindings), takes the eager host path on the arrays' host copies instead. Arguments on two different GPUs
 are a ValueError. With only host arguments the program runs on the CPU. A program compiled with
 `.lower(..., target="cuda:sm_XX").compile()` runs on the GPU whatever its arguments and returns
 GPU Arrays as well. Results stay in the executable's buffers until its next call needs them

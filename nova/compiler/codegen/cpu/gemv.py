@@ -1,7 +1,7 @@
 """Matrix-vector products (a dot_general whose GEMM has m = 1 or n = 1) as their own kernels.
 
 A GEMM kernel run on a vector packs the whole matrix and fills one row of its register block:
-~0.1-0.3x NumPy's GB/s (BENCHMARKS.md, "Matmul"). A matrix-vector product is memory-bound
+0.08-0.33x NumPy's GB/s (BENCHMARKS.md, "Matrix-vector products"). A matrix-vector product is memory-bound
 (2 flops per matrix element read once), so this kernel streams the matrix once with the vector
 in registers or L1. Two memory layouts cover every case (with M the matrix, v the vector, L the
 output length):
@@ -208,8 +208,8 @@ class _GemvGen:
     def columns(self, lo: str, hi: str) -> None:
         """KB rows of M at a time, each walked left to right across the slab (KB sequential
         streams: the prefetchers follow them), the slab's partial sums in C (L1-resident)."""
-        e, W, el = self.e, self.W, self.el
-        vec_end = self.split(lo, hi, W)
+        e = self.e
+        vec_end = self.split(lo, hi, self.W)
         e.for_("%jz", lo, hi, e.idx(1))
         e.emit(f"memref.store {e.fzero()}, %C[%jz] : {self.c_t}")
         e.close()

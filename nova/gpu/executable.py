@@ -1,16 +1,20 @@
 """A GPU executable: the launch list of a compiled program, run over device buffers.
 
 Built by nova/compiler/backend_cuda.py from PTX (from the kernel cache: no MLIR needed here).
-Every value has a fixed device address for the executable's lifetime: program inputs and
-outputs own buffers, intermediates share one arena laid out by the memory plan, constants are
-uploaded once. The first call runs the launches one by one (so a failing kernel is named);
-later calls replay them as one CUDA graph captured on the second call (calls from several
-threads take turns: they share the buffers and the stream).
+Program outputs own buffers with fixed device addresses, intermediates share one arena laid out
+by the memory plan, constants are uploaded once; an input gets a buffer of its own only when a
+call needs one (a host value to upload, a donated argument to copy in). The first two calls run
+the launches one by one (the first synchronizes, so a failing kernel is named); later calls
+replay them as a CUDA graph, one per set of input addresses (calls from several threads take
+turns: they share the buffers and the stream).
 
 Three ways to call it:
 - `exe(values)`: host NumPy arrays in, host arrays out (copied in and back every call).
-- `exe.call_on_device(values, donated, wrap)`: arguments that live on the GPU are copied device
-  to device (or not at all, below); results stay on the GPU. A result is *lent*: it shows the
+- `exe.call_on_device(values, donated, wrap)`: a GPU argument that is not donated is read where
+  it is (the kernels never write it: no copy, not held twice; JAX's behaviour); a donated one is
+  copied into the input's buffer (or not at all, below); results stay on the GPU. An output
+  that is such an argument returned unchanged gets a copy of its own. Any other result is
+  *lent*: it shows the
   executable's own output buffer (`SlotView`) instead of a copy. Before the next call
   overwrites that buffer, every lent result still alive is moved to a buffer of its own
   (copy-on-write), except a result passed back as the argument whose buffer it already shows
@@ -47,6 +51,11 @@ from nova.gpu.module import LaunchConfig, Module
 from nova.gpu.stream import Stream, default_stream
 
 _modules: dict = {}  # (device ordinal, sha256 of the PTX) -> loaded module (per process)
+
+# CUDA graphs an executable keeps, one per set of input addresses. A loop that device_puts a
+# fresh batch each step alternates between two addresses (the caching allocator hands the
+# block of the batch before last back), and a few more cover an evaluation beside training.
+GRAPHS_KEPT = 4
 
 
 def load_module(ptx: str, ordinal: int | None = None) -> Module:
@@ -140,7 +149,9 @@ class CUDAExecutable:
         self.direct = False  # prepared for call_direct (set by its first call)
         self.calls = 0
         self._ready = False
-        self._graph = None
+        self._graphs: dict = {}  # input addresses -> Graph, least recently used first
+        self.last_addresses: dict = {}  # slot -> device address in the latest run_device
+        self.graphs_captured = 0
         self.ordinal: int | None = None  # the device it runs on (set by its first call)
         self._lent: list = []  # weak references to the results that show an output slot
         self.lent_copies = 0  # lent results moved to buffers of their own (copy-on-write)
@@ -182,12 +193,19 @@ class CUDAExecutable:
                 self.addr[s] = self.arena.ptr + offsets[s]
             elif s not in aliases:
                 buf = (adopt or {}).get(s)
-                if buf is None or buf._alloc.ordinal != ordinal:
-                    buf = DeviceBuffer(self.slot_types[s].nbytes, ordinal)
-                self.buffers[s] = buf
-                self.addr[s] = buf.ptr
+                if buf is not None and buf._alloc.ordinal == ordinal:
+                    self.buffers[s] = buf
+                    self.addr[s] = buf.ptr
+                elif s >= self.n_inputs:
+                    # An input gets a buffer of its own only when a call needs one (a host
+                    # value or a donated argument to copy in, _input_buffer): a GPU argument
+                    # that is not donated is read where it is.
+                    self.buffers[s] = DeviceBuffer(self.slot_types[s].nbytes, ordinal)
+                    self.addr[s] = self.buffers[s].ptr
+        self._aliases = aliases
         for s, root in aliases.items():
-            self.addr[s] = self.addr[root]
+            if root in self.addr:
+                self.addr[s] = self.addr[root]
         self.functions = []
         for launch in self.launches:
             if launch.host_value is not None:
@@ -198,28 +216,39 @@ class CUDAExecutable:
             self.functions.append(load_module(launch.ptx, ordinal).function(launch.entry))
         self._ready = True
 
-    def _launch_all(self, stream=None) -> None:
+    def _launch_all(self, stream=None, addr=None) -> None:
         stream = stream or self.stream
+        addr = addr or self.addr
         for launch, fn in zip(self.launches, self.functions, strict=True):
             if fn is None:
                 continue
-            ptrs = [self.addr[s] for s in launch.inputs] + [self.addr[s] for s in launch.outputs]
+            ptrs = [addr[s] for s in launch.inputs] + [addr[s] for s in launch.outputs]
             fn.launch(launch.config, ptrs, stream)
 
-    def run_device(self) -> None:
-        """Queues the launch list on the stream (graph replay after the first two calls)."""
+    def run_device(self, addr=None) -> None:
+        """Queues the launch list on the stream over the addresses `addr` (default: the
+        executable's own buffers): one by one for the first two calls, then as a CUDA graph.
+        A graph holds its kernels' addresses, so there is one per set of input addresses
+        (arguments read where they are), the last GRAPHS_KEPT of them kept."""
+        addr = self.last_addresses = addr or self.addr
         if not self.use_graph or self.calls < 2:
-            self._launch_all()
+            self._launch_all(addr=addr)
             if self.calls == 0:
                 self.stream.synchronize()  # a failing kernel is reported at its first run
             return
-        if self._graph is None:
+        key = tuple(addr.get(i) for i in range(self.n_inputs))
+        graph = self._graphs.pop(key, None)
+        if graph is None:
             # Captured on a stream of its own (nothing runs while capturing): the shared stream
             # never is in capture mode, where another thread's read of a result (a synchronize)
             # would be an error and would break the capture (found by a thread test).
             cap = Stream(self.ordinal)
-            self._graph = Graph.capture(cap, lambda: self._launch_all(cap))
-        self._graph.replay(self.stream)
+            graph = Graph.capture(cap, lambda: self._launch_all(cap, addr))
+            self.graphs_captured += 1
+            while len(self._graphs) >= GRAPHS_KEPT:
+                self._graphs.pop(next(iter(self._graphs)))
+        self._graphs[key] = graph  # most recently used last
+        graph.replay(self.stream)
 
     def __call__(self, values: list) -> list:
         with self._call_lock:
@@ -244,10 +273,21 @@ class CUDAExecutable:
                 f"this program was compiled for {self.target} and needs an NVIDIA GPU to run: "
                 f"{e}") from None
 
+    def _input_buffer(self, i: int) -> int:
+        """The address of input i's own buffer, allocated at its first use (with the
+        addresses of the values the memory plan aliases to it)."""
+        if i not in self.buffers:
+            self.buffers[i] = DeviceBuffer(self.slot_types[i].nbytes, self.ordinal)
+            self.addr[i] = self.buffers[i].ptr
+            for s, root in self._aliases.items():
+                if root == i:
+                    self.addr[s] = self.addr[i]
+        return self.addr[i]
+
     def _upload(self, i: int, v) -> None:
         t = self.slot_types[i]
         a = np.ascontiguousarray(np.asarray(v, dtype=t.dtype).reshape(t.shape))
-        copy_host_to_device(self.addr[i], a, self.stream)
+        copy_host_to_device(self._input_buffer(i), a, self.stream)
 
     def _call(self, values: list) -> list:
         self._ensure_ready(None)
@@ -284,14 +324,25 @@ class CUDAExecutable:
                 if self.buffers.get(i) is buf:  # the argument now shows the executable's buffer
                     values[i]._buffer = SlotView(self, i, buf.ptr, buf.nbytes, buf)
             self._release_lent(values, donated)
-            self._copy_in(values[: self.n_inputs])
-            self.run_device()
+            addr, temps = self._copy_in(values[: self.n_inputs], donated)
+            self.run_device(addr)
             self.calls += 1
+            # The temporaries go back to the caching allocator: their next user is ordered
+            # after these launches on the same stream (memory.py).
+            for tmp in temps:
+                tmp.free()
             outs = []
-            aliases = self.plan.aliases if self.plan is not None else {}
             for s, t in zip(self.output_slots, self.output_types, strict=True):
-                backing = self.buffers.get(aliases.get(s, s), self.arena)
-                view = SlotView(self, s, self.addr[s], t.nbytes, backing)
+                root = self._aliases.get(s, s)
+                if addr[s] != self.addr.get(s):
+                    # An argument read where it is, returned (or a view of it): a copy of
+                    # its own, as the executable does not own that buffer.
+                    own = DeviceBuffer(t.nbytes, self.ordinal)
+                    copy_device_to_device(own.ptr, addr[s], t.nbytes, self.stream)
+                    outs.append(wrap(own, t) if wrap is not None else own)
+                    continue
+                backing = self.buffers.get(root, self.arena)
+                view = SlotView(self, s, addr[s], t.nbytes, backing)
                 out = wrap(view, t) if wrap is not None else view
                 outs.append(out)
                 self._lent.append(weakref.ref(out))
@@ -345,39 +396,51 @@ class CUDAExecutable:
                 tmp.free()
             return outs
 
-    def _copy_in(self, values: list) -> None:
-        """Writes the arguments into the input buffers. A device argument may itself show an
-        input buffer (a lent result: an input returned unchanged, or an output updated in
-        place over a donated input) that another argument's copy writes first (swapped state,
-        ping-pong buffers): such sources are staged through a temporary buffer before any
-        input buffer is written."""
-        written, sources = set(), []
+    def _copy_in(self, values: list, donated=frozenset()) -> tuple[dict, list]:
+        """Puts the arguments where the kernels read them; returns (the call's slot
+        addresses, temporaries to free once the launches are queued).
+
+        A GPU argument that is not donated is read where it is (its address replaces the
+        input's; the kernels never write a non-donated input). Host values are uploaded and
+        donated GPU arguments copied into the input's own buffer (a donated input is the
+        memory plan's to overwrite), unless the argument already is that buffer. A device
+        source may show an input buffer that another argument's copy writes first (swapped
+        state, ping-pong buffers: a lent result passed back): such sources are staged through
+        a temporary buffer before any input buffer is written."""
+        in_place, copies, written = {}, {}, set()
         for i, v in enumerate(values):
             buf = getattr(v, "_buffer", None)
+            if buf is not None and i not in donated:
+                in_place[i] = buf.ptr
+                continue
+            dst = self._input_buffer(i)
             if buf is None:
-                written.add(self.addr[i])
-                sources.append(None)
-            elif buf.ptr != self.addr[i]:
-                written.add(self.addr[i])
-                sources.append(buf.ptr)
-            else:
-                sources.append(self.addr[i])  # in place
+                copies[i] = None
+                written.add(dst)
+            elif buf.ptr != dst:
+                copies[i] = buf.ptr
+                written.add(dst)
         staged = {}
-        for i, src in enumerate(sources):
-            if src is not None and src != self.addr[i] and src in written and src not in staged:
+        for i, src in (*copies.items(), *in_place.items()):
+            if src is not None and src in written and src not in staged:
                 tmp = staged[src] = DeviceBuffer(self.slot_types[i].nbytes, self.ordinal)
                 copy_device_to_device(tmp.ptr, src, self.slot_types[i].nbytes, self.stream)
                 self.staged_copies += 1
-        for i, (v, src) in enumerate(zip(values, sources, strict=True)):
+        for i, src in copies.items():
             if src is None:
-                self._upload(i, v)
-            elif src != self.addr[i]:
+                self._upload(i, values[i])
+            else:
                 src = staged[src].ptr if src in staged else src
                 copy_device_to_device(self.addr[i], src, self.slot_types[i].nbytes, self.stream)
-        # The temporaries go back to the caching allocator now: their next user is ordered
-        # after these copies on the same stream (memory.py).
-        for tmp in staged.values():
-            tmp.free()
+        if not in_place:
+            return self.addr, list(staged.values())
+        addr = dict(self.addr)
+        for i, src in in_place.items():
+            addr[i] = staged[src].ptr if src in staged else src
+        for s, root in self._aliases.items():
+            if root in in_place:
+                addr[s] = addr[root]
+        return addr, list(staged.values())
 
     def _adoptable(self, values: list, donated) -> dict:
         """{input slot: buffer} of the donated arguments whose own buffers (a whole
@@ -407,7 +470,7 @@ class CUDAExecutable:
         for i, v in enumerate(values[: self.n_inputs]):
             buf = getattr(v, "_buffer", None)
             if type(buf) is SlotView and buf.owner is self._token:
-                if buf.ptr == self.addr[i]:
+                if buf.ptr == self.addr.get(i):
                     in_place.add(id(v))
                 if i in donated:
                     consumed.add(id(v))

@@ -1,8 +1,9 @@
 """CUDA graphs: capture the launches of a function on a stream once, replay them with one call.
 
 A captured graph records kernel parameters (device addresses) by value, so everything it
-touches must stay at fixed addresses between replays: the executable copies its inputs into
-fixed buffers before `replay` and reads its outputs from fixed buffers after.
+touches must stay at fixed addresses between replays: the executable keeps one graph per set of
+input addresses (arguments read where they are, nova/gpu/executable.py) and reads its outputs
+from fixed buffers after `replay`.
 """
 
 from __future__ import annotations

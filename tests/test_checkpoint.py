@@ -257,3 +257,94 @@ def test_save_checks_step_and_directory(tmp_path, model):
     assert not os.listdir(tmp_path)
     nn.save_checkpoint(tmp_path / "c.safetensors", model, step=np.int64(3))
     assert nn.checkpoint_metadata(tmp_path / "c.safetensors")["step"] == 3
+
+
+def test_names_that_collide_are_refused(tmp_path):
+    """Two leaves with one dotted name ("a.b" beside a nested "a" -> "b", 1 beside "1") would
+    overwrite each other in a checkpoint: named_parameters raises, naming it (found by review:
+    the checkpoint silently held one of them)."""
+    import nova.numpy as jnp
+
+    class D(nn.Module):
+        d: dict
+
+    m = D({"a.b": jnp.ones(1), "a": {"b": jnp.zeros(1)}})
+    with pytest.raises(ValueError, match="both named 'd.a.b'"):
+        m.named_parameters()
+    with pytest.raises(ValueError, match="both named 'd.1'"):
+        nn.save_checkpoint(str(tmp_path / "c.safetensors"), D({1: jnp.ones(1), "1": jnp.ones(1)}))
+
+
+def test_a_field_named_opt_beside_the_optimizer_state(tmp_path):
+    """Parameters named opt.0, opt.1 (a field `opt`) and the optimizer leaves keep apart: the
+    optimizer's prefix gets underscores until no parameter name starts with it."""
+    import nova.numpy as jnp
+    from nova import optim
+
+    class Net(nn.Module):
+        opt: list
+
+    m = Net([jnp.ones(2), jnp.zeros(3)])
+    tx = optim.adam(1e-2)
+    state = tx.init(m)
+    state = nova.tree_util.tree_map(lambda x: x + 7, state)
+    path = str(tmp_path / "c.safetensors")
+    nn.save_checkpoint(path, m, state)
+    m2, s2, _, _ = nn.load_checkpoint(path, m, tx.init(m))
+    assert np.asarray(m2.opt[0]).tolist() == [1.0, 1.0]
+    assert np.asarray(m2.opt[1]).tolist() == [0.0] * 3
+    for a, b in zip(nova.tree_util.tree_leaves(s2), nova.tree_util.tree_leaves(state),
+                    strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert nn.load_checkpoint(path, m)[0].opt[0].shape == (2,)  # without the optimizer state
+
+
+def test_static_functions_and_python_number_fields_load_in_another_process(tmp_path):
+    """A static field holding a function is stored by its qualified name (its repr holds a
+    memory address, different in every process); a float data field loads back as a float."""
+    import subprocess
+    import sys
+
+    src = (
+        "import sys, numpy as np, nova, nova.numpy as jnp\n"
+        "from nova import nn\n"
+        "class Act(nn.Module):\n"
+        "    w: nova.Array\n"
+        "    s: float = 2.0\n"
+        "    act: object = nn.static_field(default=nn.relu)\n"
+        "m = Act(jnp.ones(3), 3.5)\n"
+        "if sys.argv[1] == 'save':\n"
+        "    nn.save_checkpoint(sys.argv[2], m)\n"
+        "else:\n"
+        "    got = nn.load_checkpoint(sys.argv[2], Act(jnp.zeros(3)))[0]\n"
+        "    assert type(got.s) is float and got.s == 3.5, got.s\n"
+        "    assert np.asarray(got.w).tolist() == [1.0] * 3\n"
+        "    again = Act(jnp.zeros(3)).load_state_dict(m.state_dict())\n"
+        "    assert type(again.s) is float and again.s == 3.5\n"
+        "    print('loaded')\n"
+    )
+    path = str(tmp_path / "act.safetensors")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for mode in ("save", "load"):
+        res = subprocess.run([sys.executable, "-c", src, mode, path], capture_output=True,
+                             text=True, env=env)
+        assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == "loaded"
+
+
+def test_saving_keeps_the_file_mode_and_a_symbolic_link(tmp_path, model):
+    """A new checkpoint gets the mode `open` would give (not mkstemp's 0o600); saving over an
+    existing file keeps its mode; a symbolic link stays a link to the replaced file."""
+    path = tmp_path / "ckpt.safetensors"
+    mask = os.umask(0o022)
+    try:
+        nn.save_checkpoint(str(path), model)
+    finally:
+        os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o644
+    os.chmod(path, 0o640)
+    link = tmp_path / "latest.safetensors"
+    link.symlink_to(path.name)
+    nn.save_checkpoint(str(link), model, step=5)
+    assert link.is_symlink() and path.stat().st_mode & 0o777 == 0o640
+    assert nn.checkpoint_metadata(str(path))["step"] == 5

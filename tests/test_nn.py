@@ -59,6 +59,21 @@ def test_unary_functions_match_jax(name, f, ref):
     assert_close(g, rg, rtol=1e-5, atol=1e-5, err_msg=f"gradient of {name}")
 
 
+def test_relu_keeps_nan_and_integers_like_jax():
+    """relu(NaN) is NaN (a diverging model stays visible; it was 0), integer arrays keep their
+    dtype, and the gradient at 0 is 0, all as jax.nn.relu."""
+    x = np.array([np.nan, -1.0, 0.0, 2.0, -np.inf, np.inf], np.float32)
+    np.testing.assert_array_equal(np.asarray(nn.relu(x)), np.asarray(jax.nn.relu(x)))
+    np.testing.assert_array_equal(np.asarray(nova.jit(nn.relu)(x)), np.asarray(jax.nn.relu(x)))
+    xi = np.array([-3, 0, 4], np.int32)
+    out = nn.relu(xi)
+    assert out.dtype == np.int32 and np.asarray(out).tolist() == [0, 0, 4]
+    g = nova.grad(lambda v: nova.numpy.sum(nn.relu(v)))(np.array([-1.0, 0.0, 2.0], np.float32))
+    assert np.asarray(g).tolist() == [0.0, 0.0, 1.0]
+    with pytest.raises(TypeError, match="relu: expected a floating-point or integer array"):
+        nn.relu(np.array([True]))
+
+
 def test_layer_norm_matches_reference():
     x = RNG.standard_normal((3, 5, 16)).astype(np.float32) * 4 + 2
     w = RNG.standard_normal(16).astype(np.float32)

@@ -327,3 +327,20 @@ def test_flag_and_array_hyperparameters():
     np.testing.assert_allclose(np.asarray(u["w"]), [-0.5, -0.5, -0.5])
     with pytest.raises(TypeError, match="learning_rate must be a real number, got ndarray"):
         no.sgd(np.array([0.1, 0.2]))
+
+
+def test_adam_on_float64_parameters_corrects_its_bias_in_float64():
+    """The bias corrections 1 - b**t are float64 for float64 moments (optax with x64): in
+    float32 the first step erred by ~7e-6 relative (found by review)."""
+    p = {"w": np.array([1.0, 2.0, 3.0])}
+    g = {"w": np.array([0.1, -0.2, 0.3])}
+    tx = no.adam(1.0)
+    state = tx.init(p)
+    m = v = np.zeros(3)
+    for t in range(1, 4):
+        upd, state = tx.update(g, state, p)
+        m = 0.9 * m + 0.1 * g["w"]
+        v = 0.999 * v + 0.001 * g["w"] ** 2
+        want = -(m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+        assert np.asarray(upd["w"]).dtype == np.float64
+        np.testing.assert_allclose(np.asarray(upd["w"]), want, rtol=1e-12)

@@ -188,3 +188,22 @@ def test_aux_values_of_other_types_or_signs_are_other_structures():
     x = np.ones(3, np.float32)
     assert np.all(np.asarray(f(Linear(x, 0, name=0.0))) == np.inf)
     assert np.all(np.asarray(f(Linear(x, 0, name=-0.0))) == -np.inf)
+
+
+def test_ordered_and_default_dicts_keep_their_type():
+    """OrderedDict (children in insertion order) and defaultdict (its default_factory kept)
+    come back as themselves from tree_map, jit and grad, as in JAX (they became plain dicts)."""
+    import collections
+
+    od = collections.OrderedDict([("b", np.float32(1.0)), ("a", np.float32(2.0))])
+    out = tu.tree_map(lambda x: x * 2, od)
+    assert type(out) is collections.OrderedDict and list(out) == ["b", "a"]
+    assert tu.tree_leaves(od) == [1.0, 2.0]  # insertion order, not sorted
+    g = nova.grad(lambda t: t["a"] * t["b"] * 3.0)(od)
+    assert type(g) is collections.OrderedDict and float(g["b"]) == 6.0
+    dd = collections.defaultdict(list, {"z": np.float32(1.0), "y": np.float32(3.0)})
+    r = nova.jit(lambda t: tu.tree_map(lambda x: x + 1.0, t))(dd)
+    assert type(r) is collections.defaultdict and r.default_factory is list
+    assert float(r["y"]) == 4.0 and float(r["z"]) == 2.0
+    assert tu.tree_structure(dd) != tu.tree_structure(collections.defaultdict(dict, dd))
+    assert tu.tree_structure(od) != tu.tree_structure(dict(od))

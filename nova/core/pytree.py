@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import operator
 from collections.abc import Callable
@@ -286,3 +287,26 @@ def tree_map(f: Callable, tree, *rest, is_leaf=None):
             raise ValueError(f"tree_map: structures differ: {td} and {rtd}")
         others.append(rl)
     return tree_unflatten(td, [f(*xs) for xs in zip(leaves, *others, strict=True)])
+
+
+# collections' dict subclasses keep their type through a flatten/unflatten (as in JAX): an
+# OrderedDict's children in insertion order, a defaultdict's sorted like a dict's, with its
+# default_factory in the structure.
+def _sorted_keys(d) -> tuple:
+    return tuple(sorted(d.keys(), key=lambda k: (str(type(k)), k)))
+
+
+register_pytree_node(
+    collections.OrderedDict,
+    lambda d: (list(d.values()), tuple(d.keys())),
+    lambda keys, children: collections.OrderedDict(zip(keys, children, strict=True)))
+
+
+def _flatten_defaultdict(d):
+    keys = _sorted_keys(d)
+    return [d[k] for k in keys], (d.default_factory, keys)
+
+
+register_pytree_node(
+    collections.defaultdict, _flatten_defaultdict,
+    lambda aux, children: collections.defaultdict(aux[0], zip(aux[1], children, strict=True)))

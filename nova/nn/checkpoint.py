@@ -3,7 +3,9 @@
 Layout of the file (safetensors: a JSON header, then raw little-endian tensor bytes; no pickle):
 - the model's parameters under their dotted names (GPT-2's names for `GPT2`: ``wte.weight``, ...);
 - the optimizer state's leaves, in `nova.tree_util.tree_flatten` order, as ``opt.0``, ``opt.1``,
-  ... (the state's structure comes from the `opt_state_like` given to `load_checkpoint`);
+  ... (the state's structure comes from the `opt_state_like` given to `load_checkpoint`); when a
+  parameter's name starts with ``opt.``, the prefix gets underscores (``_opt.0``, ...) until none
+  does, and the header's ``opt_prefix`` names it;
 - header metadata (strings): ``format`` = "nova.checkpoint", ``version`` = "1", ``step``,
   ``config`` (JSON), ``model`` (the model's class name), ``opt_leaves`` (their count, or absent),
   ``static`` (JSON: the modules' static fields by dotted name, e.g. ``h.0.attn.n_head``; they
@@ -19,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tempfile
 
 import ml_dtypes
@@ -56,11 +59,29 @@ def _config_json(config) -> str | None:
         raise TypeError(f"save_checkpoint: config is not JSON-serializable: {e}") from None
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _write_atomically(path: str, data: bytes) -> None:
-    """Writes data to path through a fsynced temporary file in the same directory + os.replace."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """Writes data to path through a fsynced temporary file in the same directory + os.replace.
+    A symbolic link at `path` stays a link (the file it points to is replaced); the file gets
+    the mode an existing file had, else the one `open` would give (0o666 less the umask)."""
+    path = os.path.realpath(path)
+    directory = os.path.dirname(path)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
+        try:
+            os.fchmod(fd, mode)  # mkstemp creates 0o600
+        except OSError:
+            os.close(fd)
+            raise
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -84,12 +105,23 @@ def _write_atomically(path: str, data: bytes) -> None:
 
 
 def _jsonable(v):
+    """A JSON value standing for a static field's value, equal in every process for equal
+    values: functions and classes by their qualified names, other objects by their repr
+    without memory addresses."""
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         v = dataclasses.asdict(v)
     try:
         return json.loads(json.dumps(v, sort_keys=True))
     except (TypeError, ValueError):
-        return repr(v)
+        pass
+    if isinstance(v, list | tuple):
+        return [_jsonable(e) for e in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(e) for k, e in v.items()}
+    qualname = getattr(v, "__qualname__", None)
+    if qualname is not None and callable(v):
+        return f"{getattr(v, '__module__', None) or '?'}.{qualname}"
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(v))
 
 
 def _static_fields(tree, prefix: str = "", out: dict | None = None) -> dict:
@@ -143,9 +175,14 @@ def save_checkpoint(path, model: Module, opt_state=None, *, step: int = 0, confi
         metadata["config"] = cfg
     if opt_state is not None:
         leaves, _ = tree_flatten(opt_state)
+        # A prefix no parameter name starts with (a module field or dict key named "opt").
+        prefix = _OPT_PREFIX
+        while any(k.startswith(prefix) for k in tensors):
+            prefix = "_" + prefix
         for i, leaf in enumerate(leaves):
-            tensors[f"{_OPT_PREFIX}{i}"] = np.asarray(leaf, order="C")
+            tensors[f"{prefix}{i}"] = np.asarray(leaf, order="C")
         metadata["opt_leaves"] = str(len(leaves))
+        metadata["opt_prefix"] = prefix
     _write_atomically(path, st.save(tensors, metadata=metadata))
 
 
@@ -279,7 +316,9 @@ def load_checkpoint(path, model_like: Module, opt_state_like=None):
         raise TypeError(f"load_checkpoint: model_like must be a nova.nn.Module, got "
                         f"{type(model_like).__name__}")
     tensors, metadata = _read(path)
-    params = {k: v for k, v in tensors.items() if not k.startswith(_OPT_PREFIX)}
+    prefix = metadata.get("opt_prefix", _OPT_PREFIX)
+    opt_names = [f"{prefix}{i}" for i in range(metadata["opt_leaves"] or 0)]
+    params = {k: v for k, v in tensors.items() if k not in set(opt_names)}
     own = model_like.named_parameters()
     missing = [k for k in own if k not in params]
     extra = sorted(k for k in params if k not in own)
@@ -289,7 +328,10 @@ def load_checkpoint(path, model_like: Module, opt_state_like=None):
         raise KeyError(f"checkpoint {path!r} does not match {type(model_like).__name__}: "
                        + "; ".join(parts))
     for name, p in own.items():
-        _check_leaf(path, name, params[name], p.shape, p.dtype)
+        if isinstance(p, bool | int | float):  # a Python number field: any real value, shape ()
+            _check_leaf(path, name, params[name], (), params[name].dtype)
+        else:
+            _check_leaf(path, name, params[name], p.shape, p.dtype)
     if metadata["static"] is not None:  # absent from files written before it was stored
         here = _static_fields(model_like)
         for name in sorted(set(here) | set(metadata["static"])):
@@ -299,15 +341,20 @@ def load_checkpoint(path, model_like: Module, opt_state_like=None):
                     f"checkpoint {path!r}: the static field '{name}' is {a!r} in the checkpoint "
                     f"but {b!r} in the {type(model_like).__name__} it is loaded into"
                 )
-    model = model_like.map_parameters(lambda name, _: asarray(params[name]))
+    model = model_like.map_parameters(
+        lambda name, p: type(p)(params[name].item()) if isinstance(p, bool | int | float)
+        else asarray(params[name]))
 
     opt_state = None
     if opt_state_like is not None:
         like_leaves, treedef = tree_flatten(opt_state_like)
-        stored = [k for k in tensors if k.startswith(_OPT_PREFIX)]
+        stored = [k for k in opt_names if k in tensors]
         if metadata["opt_leaves"] is None:
             raise KeyError(f"checkpoint {path!r} holds no optimizer state, but opt_state_like "
                            "was given")
+        if len(stored) != len(opt_names):
+            raise CheckpointError(f"checkpoint {path!r} lists {len(opt_names)} optimizer state "
+                                  f"leaves but holds {len(stored)}")
         if len(stored) != len(like_leaves):
             raise ValueError(
                 f"checkpoint {path!r}: the optimizer state has {len(stored)} leaves in the "
@@ -315,7 +362,7 @@ def load_checkpoint(path, model_like: Module, opt_state_like=None):
             )
         leaves = []
         for i, like in enumerate(like_leaves):
-            name = f"{_OPT_PREFIX}{i}"
+            name = opt_names[i]
             like_np = like if hasattr(like, "dtype") else np.asarray(like)
             _check_leaf(path, name, tensors[name], np.shape(like_np), like_np.dtype)
             leaves.append(asarray(tensors[name]))

@@ -86,9 +86,14 @@ def _float_input(name: str, x) -> Array:
 
 
 def relu(x) -> Array:
-    """max(x, 0) elementwise; x float of any shape. The gradient at 0 is 0 (as JAX, PyTorch)."""
-    x = _float_input("relu", x)
-    return jnp.where(x > 0, x, 0.0)
+    """max(x, 0) elementwise; x a float or integer array of any shape (the result has its
+    dtype). NaN stays NaN (as JAX and PyTorch: a diverging model is not hidden); the gradient
+    at 0 is 0 (as JAX, PyTorch). Raises TypeError for a boolean or complex array."""
+    a = asarray(x)
+    if not (dtypes.is_float(a.dtype) or dtypes.is_int(a.dtype)):
+        raise TypeError(f"relu: expected a floating-point or integer array, got "
+                        f"{a.dtype}{where_am_i()}")
+    return jnp.where(~(a <= 0), a, 0)
 
 
 def gelu(x, approximate: bool = False) -> Array:

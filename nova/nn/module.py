@@ -100,10 +100,17 @@ class Module:
         """{dotted name: array} for every parameter, in pytree order (fields as declared).
 
         Works on any tree of this class, e.g. a gradient, a `partition` half (None entries are
-        skipped) or a `tree_map` of the model to booleans (a mask)."""
+        skipped) or a `tree_map` of the model to booleans (a mask). Raises ValueError when two
+        leaves get the same name (dict keys "a.b" beside a nested "a" -> "b", or 1 beside "1"):
+        a checkpoint or state dict could not tell them apart."""
         out: dict[str, Array] = {}
 
         def visit(name, leaf):
+            if name in out:
+                raise ValueError(
+                    f"{type(self).__name__}: two parameters are both named '{name}' (a dict key "
+                    "containing '.' beside a nested key, or an int key beside the same string); "
+                    "rename one so that checkpoints and state dicts can tell them apart")
             out[name] = leaf
             return leaf
 
@@ -147,20 +154,27 @@ class Module:
             raise KeyError(f"load_state_dict into {type(self).__name__}: " + "; ".join(parts))
         for name, p in own.items():
             v = state_dict[name]
-            if tuple(np.shape(v)) != tuple(p.shape):
+            if tuple(np.shape(v)) != tuple(np.shape(p)):
                 raise ValueError(
-                    f"load_state_dict: parameter '{name}' has shape {tuple(p.shape)} in the model "
-                    f"but {tuple(np.shape(v))} in the state dict"
+                    f"load_state_dict: parameter '{name}' has shape {tuple(np.shape(p))} in the "
+                    f"model but {tuple(np.shape(v))} in the state dict"
                 )
+            if isinstance(p, bool | int | float):
+                continue  # a Python number field: any real value of shape ()
             vd = np.dtype(v.dtype) if hasattr(v, "dtype") else np.asarray(v).dtype
             if vd != np.dtype(p.dtype):
                 raise ValueError(
                     f"load_state_dict: parameter '{name}' has dtype {np.dtype(p.dtype).name} in "
                     f"the model but {vd.name} in the state dict"
                 )
-        return self.map_parameters(
-            lambda name, p: state_dict[name] if isinstance(state_dict[name], Array)
-            else array(np.asarray(state_dict[name])))
+
+        def take(name, p):
+            v = state_dict[name]
+            if isinstance(p, bool | int | float):  # stays a Python number of the field's type
+                return type(p)(np.asarray(v).item())
+            return v if isinstance(v, Array) else array(np.asarray(v))
+
+        return self.map_parameters(take)
 
     def __repr__(self) -> str:
         parts = []

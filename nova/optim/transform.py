@@ -147,10 +147,18 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
 
 
 def _bias_correction(moment, decay: float, count):
-    # 1 - decay**count is computed in float32 before the division (as optax): in lower precision
-    # decay**count could round to 1 and divide by zero.
-    correction = 1 - decay**count
-    return tree_map(lambda t: t / correction.astype(t.dtype), moment)
+    # 1 - decay**count is computed in float32 before the division (as optax), in float64 for
+    # float64 moments (as optax with x64): in lower precision decay**count could round to 1 and
+    # divide by zero, and a float32 correction of float64 moments errs by ~1e-6 relative.
+    corrections = {}
+
+    def correct(t):
+        wide = np.dtype(np.float64 if np.dtype(t.dtype) == np.float64 else np.float32)
+        if wide not in corrections:
+            corrections[wide] = 1 - decay ** count.astype(wide)
+        return t / corrections[wide].astype(t.dtype)
+
+    return tree_map(correct, moment)
 
 
 def scale_by_adam(

@@ -237,6 +237,15 @@ def test_prompt_escapes_keep_non_ascii_text():
     (["--prompt", ""], "the prompt is empty"),
     (["--block-size", "512"], "the validation split has 128 tokens .*fewer than "
                               "--block-size 512 \\+ 1"),
+    # Found by review: a NumPy traceback (seed), Python tracebacks (warmup, heads, data), or
+    # silently accepted (gradient ascent with a negative rate, an infinite temperature).
+    (["--seed", "-1"], "--seed must be >= 0, got -1"),
+    (["--warmup", "-3"], "--warmup must be >= 0, got -3"),
+    (["--n-head", "3"], "--n-embd \\(128\\) must be a multiple of --n-head \\(3\\)"),
+    (["--lr", "-1"], "--lr must be a finite number > 0, got -1.0"),
+    (["--temperature", "inf"], "--temperature must be >= 0 \\(0 = greedy\\) and finite"),
+    (["--data", "/nonexistent/x.txt"], "--data '/nonexistent/x.txt': no such file"),
+    (["--data", "/tmp"], "--data '/tmp': is a directory"),
 ])
 def test_train_rejects_bad_arguments_before_training(tmp_path, extra, message):
     # Each was accepted and failed (or was silently ignored) only after the whole run had

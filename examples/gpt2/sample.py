@@ -60,8 +60,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.num_samples < 1 or args.max_new_tokens < 1:
         raise SystemExit("--num-samples and --max-new-tokens must be >= 1")
-    if not args.temperature >= 0:
-        raise SystemExit(f"--temperature must be >= 0 (0 = greedy), got {args.temperature}")
+    if not 0 <= args.temperature < float("inf"):
+        raise SystemExit(f"--temperature must be >= 0 (0 = greedy) and finite, got "
+                         f"{args.temperature}")
+    if args.seed < 0:
+        raise SystemExit(f"--seed must be >= 0, got {args.seed}")
     if args.top_k < 0:
         raise SystemExit(f"--top-k must be >= 0 (0 = no top-k filter), got {args.top_k}")
     model, tokenizer, vocab, vocab_size = load_model(args.ckpt)

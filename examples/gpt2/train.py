@@ -86,6 +86,17 @@ def run_config(args) -> configs.TrainConfig:
               "eval_interval", "eval_batches", "ckpt_interval"):
         if getattr(cfg, f) < 1:
             raise SystemExit(f"--{f.replace('_', '-')} must be >= 1, got {getattr(cfg, f)}")
+    if cfg.n_embd % cfg.n_head:
+        raise SystemExit(f"--n-embd ({cfg.n_embd}) must be a multiple of --n-head ({cfg.n_head})")
+    if cfg.warmup < 0:
+        raise SystemExit(f"--warmup must be >= 0, got {cfg.warmup}")
+    if not 0 < cfg.lr < float("inf"):
+        raise SystemExit(f"--lr must be a finite number > 0, got {cfg.lr}")
+    if args.seed < 0:
+        raise SystemExit(f"--seed must be >= 0, got {args.seed}")
+    if args.data is not None and not os.path.isfile(args.data):
+        raise SystemExit(f"--data {args.data!r}: " + ("is a directory, not a text file"
+                         if os.path.isdir(args.data) else "no such file"))
     # Checked before any work, not after a whole run has trained.
     for f in ("stop_at", "peak_tflops"):
         v = getattr(args, f)
@@ -94,8 +105,9 @@ def run_config(args) -> configs.TrainConfig:
     if args.samples < 0 or args.sample_tokens < 1:
         raise SystemExit(f"--samples must be >= 0 and --sample-tokens >= 1, got {args.samples} "
                          f"and {args.sample_tokens}")
-    if not args.temperature >= 0:
-        raise SystemExit(f"--temperature must be >= 0 (0 = greedy), got {args.temperature}")
+    if not 0 <= args.temperature < float("inf"):
+        raise SystemExit(f"--temperature must be >= 0 (0 = greedy) and finite, got "
+                         f"{args.temperature}")
     if args.top_k < 0:
         raise SystemExit(f"--top-k must be >= 0 (0 = no top-k filter), got {args.top_k}")
     return cfg
@@ -243,7 +255,8 @@ def setup(args) -> Run:
     model_cfg = nn.GPT2Config(vocab_size=-(-vocab_size // 64) * 64, block_size=cfg.block_size,
                               n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.n_embd,
                               dropout=cfg.dropout)
-    meta = {"model": model_cfg.to_dict(), "train": dataclasses.asdict(cfg),
+    # The seed decides every batch: a resumed run reports a changed one with the settings.
+    meta = {"model": model_cfg.to_dict(), "train": {**dataclasses.asdict(cfg), "seed": args.seed},
             "tokenizer": tokenizer.name, "data": args.data or "shakespeare",
             "vocab_size": vocab_size,
             "vocab_ids": None if vocab is None else vocab.ids.tolist()}

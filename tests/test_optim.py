@@ -344,3 +344,18 @@ def test_adam_on_float64_parameters_corrects_its_bias_in_float64():
         want = -(m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
         assert np.asarray(upd["w"]).dtype == np.float64
         np.testing.assert_allclose(np.asarray(upd["w"]), want, rtol=1e-12)
+
+
+def test_hyperparameters_as_arrays_and_masks_as_numpy_bools():
+    """A 0-d nova Array learning rate and 0-d NumPy bool mask leaves are taken (optax takes
+    both); a traced learning rate says to pass a number or a schedule."""
+    p = {"w": np.ones(3, np.float32), "b": np.ones(2, np.float32)}
+    g = {"w": np.full(3, 0.5, np.float32), "b": np.full(2, 0.5, np.float32)}
+    a = no.adamw(jnp.asarray(np.float32(0.1)), mask={"w": np.array(True), "b": np.array(False)})
+    b = no.adamw(0.1, mask={"w": True, "b": False})
+    ua, _ = a.update(g, a.init(p), p)
+    ub, _ = b.update(g, b.init(p), p)
+    for k in p:
+        np.testing.assert_array_equal(np.asarray(ua[k]), np.asarray(ub[k]))
+    with pytest.raises(TypeError, match="learning_rate is a traced value.*schedule"):
+        nova.jit(lambda lr: no.sgd(lr).init(p))(np.float32(0.1))

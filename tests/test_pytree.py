@@ -207,3 +207,37 @@ def test_ordered_and_default_dicts_keep_their_type():
     assert float(r["y"]) == 4.0 and float(r["z"]) == 2.0
     assert tu.tree_structure(dd) != tu.tree_structure(collections.defaultdict(dict, dd))
     assert tu.tree_structure(od) != tu.tree_structure(dict(od))
+
+
+def test_key_paths_reduce_and_node_counts_match_jax():
+    """tree_flatten_with_path / tree_leaves_with_path / tree_map_with_path, keystr,
+    tree_reduce, tree_all and PyTreeDef.num_nodes give what jax.tree_util gives."""
+    import collections
+
+    import jax
+
+    P = namedtuple("P", "a b")
+    tree = {"h": [np.ones(2), (3.0, None)], "p": P(1, 2), "0": [4.0],
+            "o": collections.OrderedDict([("z", 1), ("y", 2)])}
+    ours = [(tu.keystr(p), x) for p, x in tu.tree_leaves_with_path(tree)]
+    theirs = [(jax.tree_util.keystr(p), x) for p, x in jax.tree_util.tree_leaves_with_path(tree)]
+    assert [k for k, _ in ours] == [k for k, _ in theirs]
+    pairs, td = tu.tree_flatten_with_path(tree)
+    assert td == tu.tree_structure(tree) and len(pairs) == td.num_leaves
+    assert td.num_nodes == jax.tree_util.tree_structure(tree).num_nodes
+    named = tu.tree_map_with_path(lambda p, x, y: (tu.keystr(p), y), tree,
+                                  tu.tree_map(lambda x: 7, tree))
+    assert named["p"].b == ("['p'].b", 7) and named["h"][1][1] is None
+    assert tu.tree_reduce(lambda a, b: a + b, [1, 2, (3, 4)]) == 10
+    assert tu.tree_reduce(lambda a, b: a + b, [], 5) == 5
+    with pytest.raises(TypeError, match="no leaves and no initializer"):
+        tu.tree_reduce(lambda a, b: a + b, [None])
+    assert tu.tree_all([True, (1, 2)]) and not tu.tree_all([True, (1, 0)]) and tu.tree_all([])
+
+    @dataclasses.dataclass
+    class W:
+        w: object
+        n: int = dataclasses.field(default=3, metadata={"static": True})
+
+    tu.register_dataclass(W)
+    assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path({"x": W(1.0)})] == ["['x'].w"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -26,6 +27,10 @@ def register_pytree_node(cls: type, flatten_func: Callable, unflatten_func: Call
     if cls in _REGISTRY:
         raise ValueError(f"{cls.__name__} is already registered as a pytree node")
     _REGISTRY[cls] = _NodeType(flatten_func, unflatten_func)
+
+
+# Names of the children of registered dataclasses, for key paths (GetAttrKey).
+_DATA_FIELDS: dict[type, tuple] = {}
 
 
 def register_dataclass(cls=None, *, data_fields=None, meta_fields=None):
@@ -81,6 +86,7 @@ def register_dataclass(cls=None, *, data_fields=None, meta_fields=None):
             return obj
 
         register_pytree_node(c, flatten, unflatten)
+        _DATA_FIELDS[c] = tuple(data)
         return c
 
     return wrap(cls) if cls is not None else wrap
@@ -144,6 +150,11 @@ class PyTreeDef:
 
     def unflatten(self, leaves):
         return tree_unflatten(self, leaves)
+
+    @property
+    def num_nodes(self) -> int:
+        """The number of nodes of the structure, leaves and None included (as JAX's)."""
+        return 1 + sum(c.num_nodes for c in self.children)
 
 
 # Interned structures by (kind, aux, ids of the interned children): the table keeps them
@@ -310,3 +321,133 @@ def _flatten_defaultdict(d):
 register_pytree_node(
     collections.defaultdict, _flatten_defaultdict,
     lambda aux, children: collections.defaultdict(aux[0], zip(aux[1], children, strict=True)))
+
+
+# --- key paths (jax.tree_util's *_with_path) ---------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """A dict (OrderedDict, defaultdict) entry in a key path: `key`."""
+
+    key: Any
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """A list or tuple entry in a key path: `idx`."""
+
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """A namedtuple field or registered dataclass field in a key path: `name`."""
+
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The i-th child of another registered node in a key path: `key`."""
+
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def keystr(path) -> str:
+    """A key path as text, e.g. ``['h'][0].w`` (as jax.tree_util.keystr)."""
+    return "".join(str(k) for k in path)
+
+
+def _keys_of(x, children) -> list:
+    t = type(x)
+    if t in _DATA_FIELDS:
+        return [GetAttrKey(n) for n in _DATA_FIELDS[t]]
+    if isinstance(x, dict):  # a registered dict subclass: its children follow its keys
+        keys = list(x.keys()) if isinstance(x, collections.OrderedDict) else list(
+            _sorted_keys(x))
+        return [DictKey(k) for k in keys]
+    return [FlattenedIndexKey(i) for i in range(len(children))]
+
+
+def _paths(x, prefix: tuple, out: list, is_leaf) -> None:
+    if is_leaf is not None and is_leaf(x):
+        out.append((prefix, x))
+        return
+    if x is None:
+        return
+    node = _REGISTRY.get(type(x))
+    if node is not None:
+        children = list(node.flatten(x)[0])
+        for k, c in zip(_keys_of(x, children), children, strict=True):
+            _paths(c, prefix + (k,), out, is_leaf)
+        return
+    if isinstance(x, dict):
+        for k in _sorted_keys(x):
+            _paths(x[k], prefix + (DictKey(k),), out, is_leaf)
+        return
+    if type(x) is tuple or type(x) is list or _is_namedtuple(x):
+        named = _is_namedtuple(x)
+        for i, c in enumerate(x):
+            _paths(c, prefix + (GetAttrKey(x._fields[i]) if named else SequenceKey(i),), out,
+                   is_leaf)
+        return
+    out.append((prefix, x))
+
+
+def tree_flatten_with_path(tree, is_leaf: Callable | None = None) -> tuple[list, PyTreeDef]:
+    """([(key path, leaf), ...], treedef), leaves in tree_flatten's order; a key path is a
+    tuple of DictKey / SequenceKey / GetAttrKey / FlattenedIndexKey (as jax.tree_util)."""
+    out: list = []
+    _paths(tree, (), out, is_leaf)
+    return out, tree_structure(tree, is_leaf)
+
+
+def tree_leaves_with_path(tree, is_leaf: Callable | None = None) -> list:
+    """[(key path, leaf), ...] in tree_flatten's order."""
+    out: list = []
+    _paths(tree, (), out, is_leaf)
+    return out
+
+
+def tree_map_with_path(f: Callable, tree, *rest, is_leaf=None):
+    """tree_map with the key path as f's first argument: f(path, leaf, *others)."""
+    pairs, td = tree_flatten_with_path(tree, is_leaf)
+    others = []
+    for r in rest:
+        rl, rtd = tree_flatten(r, is_leaf)
+        if rtd != td:
+            raise ValueError(f"tree_map_with_path: structures differ: {td} and {rtd}")
+        others.append(rl)
+    return tree_unflatten(td, [f(p, x, *xs) for (p, x), *xs in zip(pairs, *others, strict=True)])
+
+
+_NO_INITIALIZER = object()
+
+
+def tree_reduce(function: Callable, tree, initializer=_NO_INITIALIZER, is_leaf=None):
+    """functools.reduce(function, leaves of tree[, initializer]) (as jax.tree_util). Raises
+    TypeError for a tree without leaves and no initializer."""
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INITIALIZER:
+        if not leaves:
+            raise TypeError("tree_reduce() of a tree with no leaves and no initializer")
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree, is_leaf=None) -> bool:
+    """Whether every leaf is truthy (True for a tree without leaves)."""
+    return all(tree_leaves(tree, is_leaf))

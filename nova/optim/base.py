@@ -157,8 +157,19 @@ def check_bool(name: str, fn: str, value) -> bool:
 
 
 def check_float(name: str, fn: str, value, *, lo=None, hi=None, hi_open=False) -> float:
-    """Validates a scalar hyperparameter: a real number (Python, NumPy scalar or 0-d NumPy array)
-    in [lo, hi] (or [lo, hi) with hi_open)."""
+    """Validates a scalar hyperparameter: a real number (Python, NumPy scalar, 0-d NumPy array
+    or 0-d concrete nova Array, as optax takes jax arrays) in [lo, hi] (or [lo, hi) with
+    hi_open). A traced value (inside jit) raises TypeError saying to pass it concrete or as a
+    schedule."""
+    from nova.core.array import Array
+    from nova.core.trace import Tracer
+
+    if isinstance(value, Tracer):
+        raise TypeError(f"{fn}: {name} is a traced value; hyperparameters are fixed when the "
+                        "optimizer is built: pass a number, or a schedule (a function of the step "
+                        "count) for one that changes")
+    if isinstance(value, Array) and value.ndim == 0:
+        value = np.asarray(value)
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value[()]
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):

@@ -212,6 +212,8 @@ def _resolve_mask(mask, tree, fn: str):
 
 
 def _as_bool(m, fn: str) -> bool:
+    if isinstance(m, np.ndarray) and m.shape == () and m.dtype == np.bool_:
+        m = m[()]  # a 0-d NumPy bool (np.array(True)), as optax takes
     if isinstance(m, bool | np.bool_):
         return bool(m)
     raise TypeError(

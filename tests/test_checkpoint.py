@@ -348,3 +348,10 @@ def test_saving_keeps_the_file_mode_and_a_symbolic_link(tmp_path, model):
     nn.save_checkpoint(str(link), model, step=5)
     assert link.is_symlink() and path.stat().st_mode & 0o777 == 0o640
     assert nn.checkpoint_metadata(str(path))["step"] == 5
+
+
+def test_an_optimizer_leaf_that_cannot_be_stored_is_named(tmp_path, model):
+    with pytest.raises(TypeError, match=r"optimizer state leaf 1 \(opt_state\['a'\]\[1\]\) is a "
+                                        r"str of dtype <U5"):
+        nn.save_checkpoint(str(tmp_path / "c.safetensors"), model, {"a": [np.ones(2), "hello"]})
+    assert not (tmp_path / "c.safetensors").exists()

@@ -179,8 +179,18 @@ def save_checkpoint(path, model: Module, opt_state=None, *, step: int = 0, confi
         prefix = _OPT_PREFIX
         while any(k.startswith(prefix) for k in tensors):
             prefix = "_" + prefix
+        paths = None
         for i, leaf in enumerate(leaves):
-            tensors[f"{prefix}{i}"] = np.asarray(leaf, order="C")
+            arr = np.asarray(leaf, order="C")
+            if arr.dtype not in _STORABLE:
+                if paths is None:
+                    from nova.core.pytree import keystr, tree_leaves_with_path
+                    paths = [keystr(p) for p, _ in tree_leaves_with_path(opt_state)]
+                raise TypeError(
+                    f"save_checkpoint: optimizer state leaf {i} (opt_state{paths[i]}) is a "
+                    f"{type(leaf).__name__} of dtype {arr.dtype}, which a checkpoint cannot "
+                    "store (numbers and arrays of bool, integer or float dtypes only)")
+            tensors[f"{prefix}{i}"] = arr
         metadata["opt_leaves"] = str(len(leaves))
         metadata["opt_prefix"] = prefix
     _write_atomically(path, st.save(tensors, metadata=metadata))
@@ -192,6 +202,9 @@ _DTYPES = {
     "I64": np.int64, "U64": np.uint64, "I32": np.int32, "U32": np.uint32, "I16": np.int16,
     "U16": np.uint16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_,
 }
+
+
+_STORABLE = frozenset(np.dtype(d) for d in _DTYPES.values())
 
 
 def _load_tensors(data: bytes) -> dict[str, np.ndarray]:

@@ -18,7 +18,7 @@ import numpy as np
 from nova.core import dtypes
 from nova.core.array import Array
 from nova.core.ir import TensorType, Var
-from nova.core.pytree import tree_flatten, tree_unflatten
+from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from nova.core.source_info import attributed_to, short, user_frame_line
 from nova.core.trace import Trace, Tracer, current_trace, trace_context
 from nova.ops import lax
@@ -27,10 +27,18 @@ from nova.ops import lax
 class _Scope:
     """Where a transform records: the current trace, or a new concrete one if none is active."""
 
-    def __init__(self):
+    def __init__(self, *args):
         outer = current_trace()
         self.new = outer is None
         self.trace = Trace(concrete=True) if self.new else outer
+        # Results follow the arguments' device (a GPU Array among `args`), as eager ops do:
+        # the concrete trace computes on the host, and the results are put back there.
+        self.device = None
+        if self.new:
+            for leaf in tree_leaves(args):
+                if getattr(leaf, "_on_device", False):
+                    self.device = leaf.device
+                    break
 
     def enter_inputs(self, flat: list, names: list[str]) -> list[Tracer]:
         """Fresh values standing for the differentiated arguments of this transform."""
@@ -51,7 +59,12 @@ class _Scope:
         if not self.new:
             return tree
         leaves, td = tree_flatten(tree)
-        return tree_unflatten(td, [_to_array(x) for x in leaves])
+        out = [_to_array(x) for x in leaves]
+        if self.device is not None:
+            from nova.runtime.devices import device_put
+
+            out = [device_put(x, self.device) if isinstance(x, Array) else x for x in out]
+        return tree_unflatten(td, out)
 
 
 def _as_value(x, name) -> np.ndarray:
@@ -218,7 +231,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     flat, in_tree = tree_flatten(list(primals))
     leaf_names = [n for p, nm in zip(primals, names, strict=True) for n in _leaf_names(p, nm)]
     _check_float_inputs(flat, leaf_names, "vjp")
-    scope = _Scope()
+    scope = _Scope(flat)
     xs = scope.enter_inputs(flat, leaf_names)
     start = len(scope.trace.eqns)
     with trace_context(scope.trace):
@@ -270,7 +283,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         flat, in_tree = tree_flatten(diff)
         leaf_names = [n for i in nums for n in _leaf_names(args[i], names[i])]
         _check_float_inputs(flat, leaf_names, "grad")
-        scope = _Scope()
+        scope = _Scope(args, kwargs)
         xs = scope.enter_inputs(flat, leaf_names)
         start = len(scope.trace.eqns)
         with trace_context(scope.trace):
@@ -346,7 +359,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     for p, t, n in zip(flat, tflat, leaf_names, strict=True):
         if tuple(np.shape(p)) != tuple(np.shape(t)):
             raise ValueError(f"jvp: tangent for '{n}' has shape {np.shape(t)}, primal {np.shape(p)}")
-    scope = _Scope()
+    scope = _Scope(flat, tflat)
     xs = scope.enter_inputs(flat, leaf_names)
     start = len(scope.trace.eqns)
     with trace_context(scope.trace):

@@ -725,3 +725,32 @@ def test_a_lent_result_read_in_another_slot_keeps_its_value(fake):
     np.testing.assert_array_equal(np.asarray(r2[1]), np.arange(3) * 2 + 1)
     np.testing.assert_array_equal(np.asarray(r[0]), np.arange(3) * 2)
     np.testing.assert_array_equal(np.asarray(r[1]), np.ones(3))
+
+
+def test_eager_transforms_of_gpu_arguments_return_gpu_arrays(fake):
+    """grad, value_and_grad, vjp and jvp called eagerly on GPU arguments give results on that
+    GPU (they came back as host Arrays), with the host's values."""
+    w, b, x, y = _sgd_data()
+    params, xd, yd = _gpu((w, b)), _gpu(x), _gpu(y)
+
+    def loss(p, x, y):
+        return jnp.mean((jnp.tanh(x @ p[0]) + p[1] - y) ** 2)
+
+    value, grads = nova.value_and_grad(loss)(params, xd, yd)
+    want_v, want_g = nova.value_and_grad(loss)((w, b), x, y)
+    assert value.device == nova.Device("cuda", 0)
+    assert all(g.device == nova.Device("cuda", 0) for g in grads)
+    np.testing.assert_allclose(float(value), float(want_v), rtol=1e-6)
+    for g, wg in zip(grads, want_g, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=1e-6)
+    g_batch = nova.grad(loss, argnums=1)((w, b), xd, y)  # the differentiated x on the GPU
+    assert g_batch.device.platform == "cuda"
+    out, vjp_fn = nova.vjp(lambda v: jnp.sin(v) * 2.0, xd)
+    (ct,) = vjp_fn(jnp.ones_like(np.asarray(out)))
+    assert out.device.platform == "cuda" and ct.device.platform == "cuda"
+    np.testing.assert_allclose(np.asarray(ct), 2 * np.cos(x), rtol=1e-6)
+    p_out, t_out = nova.jvp(jnp.tanh, (xd,), (np.ones_like(x),))
+    assert p_out.device.platform == "cuda" and t_out.device.platform == "cuda"
+    np.testing.assert_allclose(np.asarray(t_out), 1 - np.tanh(x) ** 2, rtol=1e-5, atol=1e-6)
+    host = nova.grad(loss)((w, b), x, y)  # host arguments: host results
+    assert type(host[0]) is nova.Array

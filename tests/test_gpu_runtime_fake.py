@@ -754,3 +754,38 @@ def test_eager_transforms_of_gpu_arguments_return_gpu_arrays(fake):
     np.testing.assert_allclose(np.asarray(t_out), 1 - np.tanh(x) ** 2, rtol=1e-5, atol=1e-6)
     host = nova.grad(loss)((w, b), x, y)  # host arguments: host results
     assert type(host[0]) is nova.Array
+
+
+def test_reductions_over_an_empty_axis_run_on_the_gpu(fake):
+    """sum / prod / max / min over an empty axis are their identities, computed on the GPU (the
+    CUDA codegen could not compile them: a jit on GPU arrays raised CompilerError)."""
+    x = np.zeros((4, 0), f32)
+    xd = _gpu(x)
+    got = nova.jit(lambda a: (jnp.sum(a, axis=1), jnp.prod(a, axis=1), jnp.max(a, axis=1,
+                                                                                initial=-2.0),
+                              jnp.min(a, axis=1, initial=3.0)))(xd)
+    assert all(g.device.platform == "cuda" for g in got)
+    for g, want in zip(got, (np.sum(x, 1), np.prod(x, 1), np.max(x, 1, initial=-2.0),
+                             np.min(x, 1, initial=3.0)), strict=True):
+        np.testing.assert_array_equal(np.asarray(g), want)
+    assert np.asarray(nova.jit(lambda a: jnp.sum(a))(_gpu(np.zeros((0, 3), np.int32)))) == 0
+
+
+def test_a_batch_beyond_grid_z_folds_into_grid_x(fake, monkeypatch):
+    """A batched matmul whose batch exceeds CUDA's grid-z limit (65,535) runs its batch along
+    grid x (it raised CompilerError). The limit is lowered here so the simulator stays small;
+    a real 70,000-batch program is checked to compile."""
+    from nova.compiler.codegen.cuda import matmul as cm
+
+    big = nova.jit(lambda a, b: a @ b).lower(S((70000, 4, 8), f32), S((70000, 8, 4), f32),
+                                             target="cuda:sm_90").compile()
+    assert max(big._exe.launches[0].config.grid[1:]) <= 65535
+    monkeypatch.setattr(cm, "MAX_GRID_Z", 2)
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((5, 70, 33)).astype(f32)
+    b = rng.standard_normal((5, 33, 66)).astype(f32)
+    f = nova.jit(lambda x, y: x @ y + 1.0)
+    out = f(_gpu(a), _gpu(b))
+    (launch,) = [l for l in f._cache[next(iter(f._cache))]._exe.launches if l.ptx is not None]
+    assert launch.config.grid[2] == 1 and launch.config.grid[0] % 5 == 0  # folded
+    np.testing.assert_allclose(np.asarray(out), a @ b + 1.0, rtol=2e-2, atol=2e-2)

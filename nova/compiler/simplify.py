@@ -10,6 +10,8 @@
 - isinf of a value that cannot be infinite (tanh, logistic, sin, cos, erf, finite constants, and
   sums, products and selections of those whose magnitude bound stays below the dtype's maximum)
   -> false;
+- a reduction over an empty axis -> its identity (0 for sum, 1 for prod, -inf / +inf or the
+  integer extremes for max / min), broadcast;
 - transpose(dot_general(x, y)) that only swaps the free dimensions -> dot_general(y, x) (when the
   transpose is the product's only reader);
 - dot_general(transpose(x), y) (or of a transposed y) -> dot_general(x, y) with the dimension
@@ -27,6 +29,7 @@ from nova.compiler.kernel import gemm_layout
 from nova.compiler.rewrite import Rewriter, splat_value
 from nova.core import dtypes
 from nova.core.ir import Program
+from nova.core.primitive import Reduction
 
 # Ops that map an all-zero operand to all zeros exactly. (mul and dot_general are not here:
 # inf * 0 is NaN, and Nova does not change the meaning of user arithmetic.)
@@ -122,6 +125,18 @@ def simplify(program: Program, fold_operand_transposes: bool = True) -> Program:
                                  e.source)
                 rw.replace(out, res)
                 continue
+        if isinstance(e.prim.kernel, Reduction) and "axes" in e.params and \
+                any(ins[0].type.shape[a] == 0 for a in e.params["axes"]):
+            # A reduction over an empty axis is its identity everywhere (sum 0, prod 1, max
+            # -inf, min +inf, as NumPy's): no kernel loops over nothing (the CUDA codegen
+            # could not express such a reduction).
+            ident = np.asarray(e.prim.kernel.identity(out.type.dtype), out.type.dtype)
+            c = rw.constant(ident, e.source)
+            if out.type.shape:
+                (c,) = rw.emit("broadcast_in_dim", [c], {"shape": out.type.shape,
+                                                         "broadcast_dimensions": ()}, e.source)
+            rw.replace(out, c)
+            continue
         if name == "reduce_sum":
             src = rw.producer.get(id(ins[0]))
             if src is not None and src.prim.name == "broadcast_in_dim":

@@ -1,6 +1,6 @@
 """Contraction kernels for NVIDIA GPUs: a dot_general with its fused elementwise epilogue as a tiled
 GEMM `gpu.func`, on the operands' memory as it is (gemm_layout: (batch, m, k) or (batch, k, m)
-times (batch, k, n) or (batch, n, k); batch = grid z).
+times (batch, k, n) or (batch, n, k); batch = grid z, folded into grid x beyond 65,535).
 
 Each block computes a BM x BN tile of C, stepping K by BK through shared memory (staging.py),
 with the next K slice loaded into registers while the current one is multiplied (one buffer,
@@ -33,6 +33,9 @@ BK = 16
 MMA_TILES = ((128, 128, 2, 4), (64, 64, 2, 2))
 _FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
 
+
+# CUDA's limit on grid y and z.
+MAX_GRID_Z = 65535
 
 class _EpilogueHost:
     """What _Epilogue needs of the calling builder: indent, lines, batch_index."""
@@ -87,7 +90,12 @@ class GPUMatmul(StagingMixin):
             self.epilogue = _Epilogue(kernel, out, out.type.shape, groups)
         self.epi_inputs = list(kernel.program.inputs[2:])
         self._choose_tiles(sm_count)
-        self.grid = (-(-self.n // self.BN), -(-self.m // self.BM), self.batch)
+        nx = -(-self.n // self.BN)
+        # Grid z holds the batch up to CUDA's limit of 65,535; a larger batch folds into grid x
+        # (limit 2^31 - 1): block x = batch * column tiles + column tile.
+        self.fold_batch = self.batch > MAX_GRID_Z
+        self.grid = ((nx * self.batch, -(-self.m // self.BM), 1) if self.fold_batch
+                     else (nx, -(-self.m // self.BM), self.batch))
         self.shared_bytes = 0
 
     def _choose_tiles(self, sm_count: int) -> None:
@@ -136,7 +144,12 @@ class GPUMatmul(StagingMixin):
                 f"array<i32: {self.threads}, 1, 1>}} {{")
         self.bx = t.op("gpu.block_id x")
         self.by = t.op("gpu.block_id y")
-        self.bz = t.op("gpu.block_id z")
+        if self.fold_batch:
+            nx = t.c(-(-self.n // self.BN))
+            self.bz = t.idx("divui", self.bx, nx)
+            self.bx = t.idx("remui", self.bx, nx)
+        else:
+            self.bz = t.op("gpu.block_id z")
         self.tid = t.op("gpu.thread_id x")
         self.row0 = t.mul(self.by, BM)
         self.col0 = t.mul(self.bx, BN)

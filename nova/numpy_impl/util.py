@@ -11,6 +11,7 @@ from nova.core import dtypes
 from nova.core.array import Array
 from nova.core.errors import ShapeError
 from nova.core.source_info import short, user_frame_line
+from nova.core.trace import current_trace
 from nova.ops import lax
 
 
@@ -102,6 +103,12 @@ def broadcast_to(x: Array, shape) -> Array:
     for i, d in enumerate(x.shape):
         if d not in (1, shape[lead + i]):
             raise ShapeError(f"cannot broadcast an array of shape {x.shape} to {shape}{where_am_i()}")
+    if type(x) is Array and x.size == 1 and current_trace() is None and not x._deleted:
+        # Eager fill from one host value (`x + 1.0`): NumPy writes the same bits as the
+        # broadcast_in_dim kernel, without an op's dispatch (about half of an eager scalar op).
+        out = np.empty(shape, x.dtype)
+        out[...] = x._concrete("an operand").reshape(())
+        return Array(out, owned=True)
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 

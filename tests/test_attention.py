@@ -193,6 +193,28 @@ def test_gradient_of_q_only():
 # --- near misses --------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("extra", ["p_squared", "scores", "probs_times_w"])
+def test_another_use_of_scores_or_probabilities_keeps_its_gradient(extra):
+    """A second use of P or S adds a term to dP / dS in the backward (grad drops the forward
+    use itself as dead code); the flash backward recomputes dP from dO alone, so such a region
+    is not fused (found by review: jit(grad) silently lost the term)."""
+    q, k, v, w = _inputs((2, 5, 8))
+
+    def loss(q, k, v):
+        s = q @ jnp.swapaxes(k, -1, -2) * 0.5
+        p = nova.nn.softmax(s, axis=-1)
+        term = {"p_squared": jnp.sum(p * p), "scores": jnp.sum(s),
+                "probs_times_w": jnp.sum(p * w[..., :5, :5])}[extra]
+        return jnp.sum(p @ v) + term
+
+    fn = nova.grad(loss, argnums=(0, 1, 2))
+    compiled, got = _run(fn, q, k, v)
+    assert "flash_attention_bwd" not in compiled.as_text()
+    _, want = _run(fn, q, k, v, fused=False)
+    for g, x, name in zip(got, want, ["dq", "dk", "dv"], strict=True):
+        _rel_close(g, x, what=f"{extra} {name}")
+
+
 def test_softmax_over_the_query_axis_is_not_fused():
     q, k, v, w = _inputs((2, 6, 16))
 

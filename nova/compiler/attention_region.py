@@ -124,11 +124,83 @@ def match_backward(g: Graph, m: Match) -> bool:
             return False
     if bwd.do is None or not bwd.exits:
         return False
+    if not _linear_in_dp(g, m, bwd, order):
+        return False
     bwd.eqns = list(region.values()) + ([bwd.dp] if bwd.dp is not None else [])
     members = {id(e) for e in bwd.eqns}
     if bwd.dp is not None and any(id(u) not in members for u in g.users[id(bwd.dp.outputs[0])]):
         return False
     m.bwd = bwd
+    return True
+
+
+# Roles of region values for _linear_in_dp: a term linear in dP (the cotangent the fused
+# backward recomputes from dO), a coefficient (from forward values and constants only), a
+# constant, a predicate (booleans steering selects).
+_LIN, _COEF, _CONST, _PRED = "lin", "coef", "const", "pred"
+_LINEAR_UNARY = ("neg", "reduce_sum") + MOVES
+
+
+def _linear_in_dp(g, m, bwd, order: list) -> bool:
+    """Whether the region computes the exits from dP as the fused backward does: by linear
+    maps of dP with coefficients from forward values, never adding a term that does not come
+    from dP (another use of P or S contributes one: `sum(p * p)`, `sum(s)`; the fused kernel
+    would drop it: found by review, wrong gradients under jit)."""
+    role: dict[int, str] = {}
+    if bwd.dp is not None:
+        role[id(bwd.dp.outputs[0])] = _LIN
+    for v in m.internal:
+        role[id(v)] = _COEF
+
+    def of(v):
+        r = role.get(id(v))
+        if r is None:
+            r = _CONST if g.is_const(v) else None
+        return r
+
+    def is_zero(v) -> bool:
+        c = g.const_value(v)
+        return c is not None and not c.any()
+
+    exit_kind = {id(v): kind for kind, (v, _) in bwd.exits.items()}
+    for e in order:
+        name = e.prim.name
+        rs = [of(v) for v in e.inputs]
+        if name == "dot_general":
+            # An exit: dQ and dK contract dS (linear in dP) with K' or Q', dV contracts P
+            # with dO (the other operand comes from outside the region).
+            want = _COEF if exit_kind.get(id(e.outputs[0])) == "dv" else _LIN
+            if want not in rs:
+                return False
+            continue
+        if None in rs:
+            return False
+        if e.outputs[0].type.dtype == bool:
+            out = _PRED
+        elif _LIN not in rs:
+            out = _CONST if all(r == _CONST for r in rs) else _COEF
+        elif name in ("add", "sub"):
+            if any(r != _LIN for r in rs):
+                return False  # a term from elsewhere joins dP's
+            out = _LIN
+        elif name == "mul":
+            if rs.count(_LIN) != 1:
+                return False
+            out = _LIN
+        elif name == "div":
+            if rs[0] != _LIN or rs[1] == _LIN:
+                return False
+            out = _LIN
+        elif name == "select":
+            if rs[0] == _LIN or any(r != _LIN and not (r == _CONST and is_zero(v))
+                                    for r, v in zip(rs[1:], e.inputs[1:], strict=True)):
+                return False
+            out = _LIN
+        elif name in _LINEAR_UNARY:
+            out = _LIN
+        else:
+            return False  # not linear in dP
+        role[id(e.outputs[0])] = out
     return True
 
 

@@ -83,6 +83,37 @@ def _fused(f, *args):
     return p, fuse(p)
 
 
+def test_integer_division_edge_cases_do_not_trap():
+    """INT_MIN // -1 and INT_MIN % -1 trap on x86 (SIGFPE killed the process, found by
+    review): they give INT_MIN and 0, as the reference; x // 0 and x % 0 stay 0."""
+    a = np.array([-2**31, 7, -7, 5, -2**31, 9], np.int32)
+    b = np.array([-1, -1, 2, 0, 1, -1], np.int32)
+    want_q = np.array([-2**31, -7, -4, 0, -2**31, -9], np.int32)
+    want_r = np.array([0, 0, 1, 0, 0, 0], np.int32)
+    for f in (nova.jit(lambda x, y: (x // y, x % y)), lambda x, y: (jnp.asarray(x) // y,
+                                                                     jnp.asarray(x) % y)):
+        q, r = f(a, b)
+        np.testing.assert_array_equal(np.asarray(q), want_q)
+        np.testing.assert_array_equal(np.asarray(r), want_r)
+    big = np.full(37, -2**63, np.int64)  # a vector loop with a remainder, int64
+    q = nova.jit(lambda x, y: x // y)(big, np.full(37, -1, np.int64))
+    np.testing.assert_array_equal(np.asarray(q), big)
+
+
+def test_float32_division_by_a_row_scalar_outside_the_reciprocal_range():
+    """x / b over a per-row scalar b is computed as x * (1/b) only where 1/b is a normal float:
+    a subnormal b gave inf (found by review), a huge b lost precision."""
+    x = np.full(64, 1e-39, np.float32)
+    np.testing.assert_array_equal(np.asarray(nova.jit(lambda v, s: v / s)(x, np.float32(1e-39))),
+                                  np.ones(64, np.float32))
+    scale = np.array([[1e-38], [1.0], [1.0], [1e-39], [1.0]], np.float32)
+    rows = np.linspace(1, 2, 5 * 40, dtype=np.float32).reshape(5, 40) * scale
+    d = np.array([[1e-39], [3.0], [3e38], [-2e-40], [7e37]], np.float32)
+    got = np.asarray(nova.jit(lambda a, c: a / c)(rows, d))
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, rows / d, rtol=2.5e-7, atol=0)  # within about 1 ulp
+
+
 def test_softmax_forward_is_one_kernel():
     x = np.random.default_rng(0).standard_normal((16, 128)).astype(np.float32)
     p, fp = _fused(_softmax, x)

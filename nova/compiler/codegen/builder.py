@@ -219,21 +219,54 @@ class Builder:
 
     def div(self, a, b):
         if a.is_float:
-            if a.width and not b.width and a.dtype == dtypes.float32:
-                # A vector over a per-row scalar: one reciprocal per row, then multiplies
-                # (within 1 ulp of the division; a vector divide costs ~5x a multiply).
-                r = self._float_op("arith.divf", self.const(1.0, b.dtype), b)
-                return self._float_op("arith.mulf", a, r)
+            if a.width and not b.width and a.dtype == dtypes.float32 and b.dtype == a.dtype:
+                return self._div_by_scalar(a, b)
             return self._float_op("arith.divf", a, b)
         if a.dtype == "index":
             return self._int_op("arith.divui", a, b)
-        # Integer division by zero is undefined in LLVM; Nova defines it as 0 (like its reference).
+        # Integer division by zero is undefined in LLVM (a SIGFPE on x86), and so is
+        # INT_MIN / -1 for signed types: Nova defines x / 0 as 0 and x / -1 as -x (wrapping, so
+        # INT_MIN / -1 is INT_MIN), as its reference does.
         a, b = self._coerce(a, b)
         zero, one = self.const(0, a.dtype, a.width), self.const(1, a.dtype, a.width)
         is0 = self.cmp("eq", b, zero)
-        safe = self.select(is0, one, b)
-        q = self._int_op("arith.divui" if a.unsigned else "arith.divsi", a, safe)
-        return self.select(is0, zero, q)
+        if a.unsigned:
+            q = self._int_op("arith.divui", a, self.select(is0, one, b))
+            return self.select(is0, zero, q)
+        m1 = self.cmp("eq", b, self.const(-1, a.dtype, a.width))
+        q = self._int_op("arith.divsi", a, self.select(self.or_(is0, m1), one, b))
+        return self.select(is0, zero, self.select(m1, self.sub(zero, a), q))
+
+    # |b| in [2^-126, 2^126]: 1/b is a normal float32, and x * (1/b) is within 1 ulp of x / b.
+    _RECIPROCAL_RANGE = (2.0 ** -126, 2.0 ** 126)
+
+    def _div_by_scalar(self, a: Value, b: Value) -> Value:
+        """A float32 vector over a per-row scalar: one reciprocal per row, then multiplies
+        (within 1 ulp of the division; a vector divide costs ~5x a multiply). A divisor whose
+        reciprocal would leave the normal range (subnormal: 1/b overflows to inf; beyond 2^126:
+        1/b is subnormal and loses bits) takes the division in an `scf.if` branch, decided once
+        per row (found by review: 1e-39 / 1e-39 gave inf)."""
+        t = a.type
+        r = self._float_op("arith.divf", self.const(1.0, b.dtype), b)
+        ab = self._float_op("math.absf", b)
+        lo, hi = self._RECIPROCAL_RANGE
+        ok = self.and_(self.cmp("ge", ab, self.const(lo, b.dtype)),
+                       self.cmp("le", ab, self.const(hi, b.dtype)))
+        y = self.fresh()
+        self.emit(f"{y} = scf.if {ok.name} -> ({t}) {{")
+        self.indent += 2
+        fast = self._float_op("arith.mulf", a, r)
+        self.emit(f"scf.yield {fast.name} : {t}")
+        self.indent -= 2
+        self.forget_constants()  # each branch defines its own
+        self.emit("} else {")
+        self.indent += 2
+        slow = self._float_op("arith.divf", a, b)
+        self.emit(f"scf.yield {slow.name} : {t}")
+        self.indent -= 2
+        self.forget_constants()
+        self.emit("}")
+        return Value(y, a.dtype, a.width)
 
     def rem(self, a, b):
         if a.is_float:
@@ -243,8 +276,13 @@ class Builder:
         a, b = self._coerce(a, b)
         zero, one = self.const(0, a.dtype, a.width), self.const(1, a.dtype, a.width)
         is0 = self.cmp("eq", b, zero)
-        r = self._int_op("arith.remui" if a.unsigned else "arith.remsi", a, self.select(is0, one, b))
-        return self.select(is0, zero, r)
+        if a.unsigned:
+            r = self._int_op("arith.remui", a, self.select(is0, one, b))
+            return self.select(is0, zero, r)
+        # x % -1 is 0 (INT_MIN % -1 traps in hardware: see div)
+        m1 = self.cmp("eq", b, self.const(-1, a.dtype, a.width))
+        r = self._int_op("arith.remsi", a, self.select(self.or_(is0, m1), one, b))
+        return self.select(self.or_(is0, m1), zero, r)
 
     def neg(self, a):
         if a.is_float:

@@ -114,6 +114,22 @@ def test_float32_division_by_a_row_scalar_outside_the_reciprocal_range():
     np.testing.assert_allclose(got, rows / d, rtol=2.5e-7, atol=0)  # within about 1 ulp
 
 
+def test_gradients_through_zero_size_arrays_compile():
+    """A log_softmax over a (0, 3) product, sliced, differentiated: the reductions over empty
+    axes are constants now (the kernels reading zero-size constants did not parse, found by
+    review); the gradients are zeros of the arguments' shapes, as eagerly."""
+    x, w, b = np.zeros((0, 5), np.float32), np.ones((5, 3), np.float32), np.ones(3, np.float32)
+
+    def f(x, w, b):
+        return jnp.sum(nova.nn.log_softmax(x @ w + b, axis=-1)[:, :1])
+
+    got = nova.jit(nova.grad(f, argnums=(0, 1, 2)))(x, w, b)
+    want = nova.grad(f, argnums=(0, 1, 2))(x, w, b)
+    for g, e, a in zip(got, want, (x, w, b), strict=True):
+        assert np.asarray(g).shape == a.shape
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
+
+
 def test_softmax_forward_is_one_kernel():
     x = np.random.default_rng(0).standard_normal((16, 128)).astype(np.float32)
     p, fp = _fused(_softmax, x)

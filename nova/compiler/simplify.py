@@ -1,6 +1,8 @@
 """Algebraic simplification and the clean-ups that reverse mode makes necessary.
 
-- x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 -> x (exact in IEEE arithmetic);
+- x + (-0), (-0) + x, x - (+0), x * 1, 1 * x, x / 1 -> x (exact in IEEE arithmetic; x + (+0)
+  is not: -0 + +0 is +0), and any zero term in reverse mode's additions (stage "bwd": an
+  absent cotangent term, JAX's symbolic zero);
 - zero cotangents: neg/broadcast/reshape/transpose/reduce_sum/convert of zeros -> zeros and
   select(p, z, z) -> z (exact, so user arithmetic keeps its IEEE meaning);
 - broadcast-then-reduce: reduce_sum over exactly the dimensions a broadcast added -> x * n;
@@ -58,10 +60,12 @@ def simplify(program: Program, fold_operand_transposes: bool = True) -> Program:
         name = e.prim.name
         out = e.outputs[0] if e.outputs else None
         splats = [splat_value(v, rw.producer) for v in ins]
-        if name in ("add", "sub") and splats[1] == 0 and ins[0].type == out.type:
+        if name in ("add", "sub") and splats[1] == 0 and ins[0].type == out.type and \
+                _exact_zero_operand(e, splats[1], name == "sub"):
             rw.replace(out, ins[0])
             continue
-        if name == "add" and splats[0] == 0 and ins[1].type == out.type:
+        if name == "add" and splats[0] == 0 and ins[1].type == out.type and \
+                _exact_zero_operand(e, splats[0], False):
             rw.replace(out, ins[1])
             continue
         if name in ("mul", "div") and splats[1] == 1 and ins[0].type == out.type:
@@ -233,6 +237,17 @@ def _fold_operand_transposes(rw: Rewriter, ins, dimension_numbers):
     if gemm_layout(new[0].type, new[1].type, dn) is None:
         return None
     return new, dn
+
+
+def _exact_zero_operand(e, zero, subtracted: bool) -> bool:
+    """Whether x + zero (x - zero when subtracted) is x for every x: for integers always; for
+    floats when the zero is -0.0 (+0.0 when subtracted), since -0.0 + +0.0 is +0.0 (found by
+    review: 1 / (x + 0.0) at x = -0.0 gave -inf). Reverse mode's additions (stage "bwd") drop
+    a zero either way: a zero there is an absent cotangent term (JAX's symbolic zero), not
+    user arithmetic."""
+    if e.stage == "bwd" or not dtypes.is_float(e.outputs[0].type.dtype):
+        return True
+    return bool(np.signbit(zero)) != subtracted
 
 
 def _zeros(rw: Rewriter, like, source, negative: bool = False):

@@ -405,3 +405,18 @@ def test_key_blocks_past_the_diagonal_and_tails(kind, t, dtype):
     kinds = {e.params["mask_kind"] for e in compiled.program.eqns
              if e.prim.name.startswith("flash_attention")}
     assert kinds == {kind}, kinds
+
+
+def test_a_nan_row_stays_nan_in_the_reference_too():
+    """A NaN in q makes its row NaN eagerly, compiled and in the reference interpreter (whose
+    `sum > 0` test zeroed it, as a fully masked row; found by review)."""
+    rng = np.random.default_rng(0)
+    q, k, v = [rng.standard_normal((1, 4, 8)).astype(np.float32) for _ in range(3)]
+    q[0, 1, 2] = np.nan
+
+    def f(q, k, v):
+        return nova.nn.scaled_dot_product_attention(q, k, v, causal=True)
+
+    for fused in (True, False):
+        _, out = _run(f, q, k, v, fused=fused)
+        assert np.isnan(np.asarray(out)).any(-1).tolist() == [[False, True, False, False]]

@@ -120,9 +120,12 @@ def _fwd_impl(q, k, v, *mask, scale, mask_kind, fill):
     m_safe = np.where(np.isneginf(m), 0.0, m)
     e = np.exp(s - m_safe)
     l_ = e.sum(-1, keepdims=True)
+    # Only a fully masked row (a sum of exactly 0) gives zeros; a NaN row stays NaN, as in
+    # the compiled kernels and eagerly (`l_ > 0` also zeroed NaN rows: found by review).
+    live = l_ != 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        o = np.where(l_ > 0, (e @ v.astype(np.float64)) / np.where(l_ > 0, l_, 1.0), 0.0)
-        lse = np.where(l_[..., 0] > 0, m_safe[..., 0] + np.log(l_[..., 0]), -np.inf)
+        o = np.where(live, (e @ v.astype(np.float64)) / np.where(live, l_, 1.0), 0.0)
+        lse = np.where(live[..., 0], m_safe[..., 0] + np.log(l_[..., 0]), -np.inf)
     return o.astype(q.dtype), lse.astype(q.dtype)
 
 

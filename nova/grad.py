@@ -359,6 +359,11 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     for p, t, n in zip(flat, tflat, leaf_names, strict=True):
         if tuple(np.shape(p)) != tuple(np.shape(t)):
             raise ValueError(f"jvp: tangent for '{n}' has shape {np.shape(t)}, primal {np.shape(p)}")
+        pd, td = getattr(p, "dtype", None), getattr(t, "dtype", None)
+        if pd is not None and td is not None and np.dtype(pd) != np.dtype(td):
+            # as jax.jvp: a float64 tangent of a float32 primal is a mistake, not a cast
+            raise TypeError(f"jvp: tangent for '{n}' has dtype {np.dtype(td)}, but its primal "
+                            f"has dtype {np.dtype(pd)}; they must be equal{_where()}")
     scope = _Scope(flat, tflat)
     xs = scope.enter_inputs(flat, leaf_names)
     start = len(scope.trace.eqns)

@@ -283,3 +283,13 @@ def test_zero_safe_product_is_bitwise_the_masked_product_and_keeps_its_derivativ
     masked = (ct == 0) & ~np.isfinite(d)
     np.testing.assert_array_equal(dct[masked], 0.0)
     np.testing.assert_array_equal(dct[~masked], d[~masked])
+
+
+def test_jvp_refuses_a_tangent_of_another_dtype():
+    """As jax.jvp: a float64 tangent of a float32 primal raises (it was cast silently)."""
+    x = np.ones(3, np.float32)
+    with pytest.raises(TypeError, match="tangent for 'x' has dtype float64, but its primal has "
+                                        "dtype float32"):
+        nova.jvp(lambda x: jnp.sin(x), (x,), (np.ones(3),))
+    y, t = nova.jvp(lambda x: jnp.sin(x), (x,), (np.ones(3, np.float32),))
+    assert np.asarray(t).dtype == np.float32

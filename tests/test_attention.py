@@ -420,3 +420,15 @@ def test_a_nan_row_stays_nan_in_the_reference_too():
     for fused in (True, False):
         _, out = _run(f, q, k, v, fused=fused)
         assert np.isnan(np.asarray(out)).any(-1).tolist() == [[False, True, False, False]]
+
+
+def test_the_gpt2_models_training_step_fuses_every_layers_attention():
+    """nova.nn.GPT2's value_and_grad (zero-safe VJP guards of softmax's division included) has
+    one flash forward and one flash backward per layer (a stricter backward check briefly
+    rejected the guards' selects and left the step unfused)."""
+    cfg = nova.nn.GPT2Config(vocab_size=64, block_size=16, n_layer=2, n_head=2, n_embd=32)
+    model = nova.nn.GPT2.init(cfg, nova.random.key(0))
+    idx = np.arange(32, dtype=np.int32).reshape(2, 16) % 64
+    compiled = nova.jit(nova.value_and_grad(lambda m: m.loss(idx, idx))).lower(model).compile()
+    assert _kernels(compiled, "flash_attention_fwd") == 2
+    assert _kernels(compiled, "flash_attention_bwd") == 2

@@ -136,8 +136,8 @@ def match_backward(g: Graph, m: Match) -> bool:
 
 # Roles of region values for _linear_in_dp: a term linear in dP (the cotangent the fused
 # backward recomputes from dO), a coefficient (from forward values and constants only), a
-# constant, a predicate (booleans steering selects).
-_LIN, _COEF, _CONST, _PRED = "lin", "coef", "const", "pred"
+# constant, a predicate (booleans steering selects), a predicate computed from dP.
+_LIN, _COEF, _CONST, _PRED, _PRED_OF_DP = "lin", "coef", "const", "pred", "pred of dP"
 _LINEAR_UNARY = ("neg", "reduce_sum") + MOVES
 
 
@@ -176,8 +176,14 @@ def _linear_in_dp(g, m, bwd, order: list) -> bool:
         if None in rs:
             return False
         if e.outputs[0].type.dtype == bool:
-            out = _PRED
+            out = _PRED_OF_DP if _LIN in rs or _PRED_OF_DP in rs else _PRED
         elif _LIN not in rs:
+            # A test of dP itself may zero a coefficient (reverse mode's zero-cotangent guard:
+            # the product with dP is zero there anyway), never choose between two others.
+            if name == "select" and rs[0] == _PRED_OF_DP and \
+                    not any(r == _CONST and is_zero(v)
+                            for r, v in zip(rs[1:], e.inputs[1:], strict=True)):
+                return False
             out = _CONST if all(r == _CONST for r in rs) else _COEF
         elif name in ("add", "sub"):
             if any(r != _LIN for r in rs):

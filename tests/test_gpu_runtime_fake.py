@@ -789,3 +789,15 @@ def test_a_batch_beyond_grid_z_folds_into_grid_x(fake, monkeypatch):
     (launch,) = [l for l in f._cache[next(iter(f._cache))]._exe.launches if l.ptx is not None]
     assert launch.config.grid[2] == 1 and launch.config.grid[0] % 5 == 0  # folded
     np.testing.assert_allclose(np.asarray(out), a @ b + 1.0, rtol=2e-2, atol=2e-2)
+
+
+def test_a_result_passed_donated_and_not_donated_is_read_before_it_is_overwritten(fake):
+    """r in a donated slot (already the executable's buffer, updated in place) and the same r
+    in a slot read in place: the in-place read is staged first (found by review: the
+    kernel writing a * 2 over the buffer ran before the flip read it)."""
+    f = nova.jit(lambda a, b: (a * 2.0, jnp.flip(b)), donate_argnums=0)
+    x = _gpu(np.arange(4, dtype=f32))
+    r, _ = f(x, _gpu(np.zeros(4, f32)))
+    doubled, flipped = f(r, r)
+    np.testing.assert_array_equal(np.asarray(flipped), [6.0, 4.0, 2.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(doubled), [0.0, 4.0, 8.0, 12.0])

@@ -420,9 +420,18 @@ class CUDAExecutable:
             elif buf.ptr != dst:
                 copies[i] = buf.ptr
                 written.add(dst)
+        # The kernels may write a donated input's buffer (the memory plan updates it in
+        # place): an argument read in place from one (the same result passed donated and not
+        # donated) is staged too (found by review: read while being overwritten).
+        clobbered = written | {self.addr[i] for i in donated if i in self.buffers}
         staged = {}
-        for i, src in (*copies.items(), *in_place.items()):
+        for i, src in copies.items():
             if src is not None and src in written and src not in staged:
+                tmp = staged[src] = DeviceBuffer(self.slot_types[i].nbytes, self.ordinal)
+                copy_device_to_device(tmp.ptr, src, self.slot_types[i].nbytes, self.stream)
+                self.staged_copies += 1
+        for i, src in in_place.items():
+            if src in clobbered and src not in staged:
                 tmp = staged[src] = DeviceBuffer(self.slot_types[i].nbytes, self.ordinal)
                 copy_device_to_device(tmp.ptr, src, self.slot_types[i].nbytes, self.stream)
                 self.staged_copies += 1

@@ -3,7 +3,10 @@
 Rules (each local, applied in one forward sweep):
 - an equation whose inputs are all constants is evaluated (when that does not grow the data);
 - identity reshape / broadcast_in_dim / transpose / convert_element_type / copy /
-  stop_gradient (after reverse mode it is the identity) -> its input;
+  stop_gradient (after reverse mode it is the identity) -> its input; the rounds before the
+  attention pass keep stop_gradient (`canonicalize_keeping_stop_gradient`): a softmax with a
+  stopped part has another backward than the one the flash kernel computes, and the forward
+  match must see the stop to leave it alone;
 - reshape of reshape -> one reshape; transpose of transpose -> one transpose (or none);
   broadcast_in_dim of broadcast_in_dim -> one broadcast.
 """
@@ -21,13 +24,21 @@ _NO_FOLD = {"constant", "iota", "broadcast_in_dim"}
 _FOLD_LIMIT = 64  # elements: folding must not turn a cheap broadcast into a big constant
 
 
-def canonicalize(program: Program) -> Program:
+def canonicalize_keeping_stop_gradient(program: Program) -> Program:
+    """canonicalize, leaving stop_gradient in place (the pipeline's rounds before attention
+    recognition: found by review, `e / stop_gradient(sum(e))` was fused with softmax's
+    backward)."""
+    return canonicalize(program, keep_stop_gradient=True)
+
+
+def canonicalize(program: Program, keep_stop_gradient: bool = False) -> Program:
     rw = Rewriter(program)
+    removed = ("copy",) if keep_stop_gradient else ("copy", "stop_gradient")
     for e in program.eqns:
         rw.stage = e.stage
         ins = [rw.get(v) for v in e.inputs]
         name = e.prim.name
-        if name in ("copy", "stop_gradient"):
+        if name in removed:
             rw.replace(e.outputs[0], ins[0])
             continue
         if name in ("reshape", "convert_element_type", "broadcast_in_dim", "transpose") and (

@@ -12,7 +12,7 @@ import threading
 import time
 
 from nova.compiler.attention import fuse_attention
-from nova.compiler.canonicalize import canonicalize
+from nova.compiler.canonicalize import canonicalize, canonicalize_keeping_stop_gradient
 from nova.compiler.cse import cse
 from nova.compiler.dce import dce
 from nova.compiler.simplify import simplify
@@ -25,10 +25,10 @@ log = logging.getLogger("nova.compiler")
 # recognition sees the cleaned-up forward+backward; the canonicalize after it folds the layout
 # transposes it inserts into their neighbours, and dce drops the replaced subgraph's leftovers.
 PASSES = [
-    ("canonicalize", canonicalize),
+    ("canonicalize", canonicalize_keeping_stop_gradient),
     ("simplify", simplify),
     ("cse", cse),
-    ("canonicalize", canonicalize),
+    ("canonicalize", canonicalize_keeping_stop_gradient),
     ("simplify", simplify),
     ("cse", cse),
     ("attention", fuse_attention),

@@ -829,3 +829,27 @@ def test_values_a_row_kernel_reads_at_other_indices_are_not_kept_per_row(fn, n):
     got = compile_program(p)([x])[0]
     want = run_program(p, [x.astype(np.float32)])[0]
     assert_close(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_float_to_int_casts_saturate_as_jax():
+    """Out-of-range float -> int casts saturate at the type's range and NaN gives 0, compiled,
+    eagerly and in the reference (a plain fptosi/fptoui of such a value is poison: x86
+    saturated, the GPU simulator and the reference wrapped; found by review)."""
+    vals = np.array([300.0, -5.0, 1e10, -1e10, np.nan, 255.9, -0.7, 2.5, -2.5, 3e9, -3e9,
+                     2.0**31, -2.0**31, np.inf, -np.inf], np.float32)
+    want = {np.uint8: [255, 0, 255, 0, 0, 255, 0, 2, 0, 255, 0, 255, 0, 255, 0],
+            np.int32: [300, -5, 2**31 - 1, -2**31, 0, 255, 0, 2, -2, 2**31 - 1, -2**31,
+                       2**31 - 1, -2**31, 2**31 - 1, -2**31],
+            np.uint32: [300, 0, 2**32 - 1, 0, 0, 255, 0, 2, 0, 3000000000, 0, 2**31, 0,
+                        2**32 - 1, 0]}
+    for dt, w in want.items():
+        for src in (vals, vals.astype(np.float64)):
+            got = nova.jit(lambda x: x.astype(dt))(np.concatenate([src] * 3))  # vector + tail
+            assert np.asarray(got).tolist() == w * 3, (dt, src.dtype)
+        assert np.asarray(jnp.asarray(vals).astype(dt)).tolist() == w
+        saved = nova.config.backend
+        nova.config.update("backend", "interpreter")
+        try:
+            assert np.asarray(jnp.asarray(vals).astype(dt)).tolist() == w
+        finally:
+            nova.config.update("backend", saved)

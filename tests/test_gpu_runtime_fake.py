@@ -801,3 +801,27 @@ def test_a_result_passed_donated_and_not_donated_is_read_before_it_is_overwritte
     doubled, flipped = f(r, r)
     np.testing.assert_array_equal(np.asarray(flipped), [6.0, 4.0, 2.0, 0.0])
     np.testing.assert_array_equal(np.asarray(doubled), [0.0, 4.0, 8.0, 12.0])
+
+
+def test_contractions_over_an_empty_axis_bf16_einsum_and_simulated_remainders(fake):
+    """Found by the CUDA fuzzing review: a matmul with k = 0 did not parse (now zeros at the
+    Program level, as on the CPU); a bfloat16 contraction that is no GEMM raised
+    NotImplementedError (its loop kernel was refused by a dtype-kind test); float remainder
+    and boolean floor division could not be simulated."""
+    import ml_dtypes
+
+    for dt in (f32, np.float16):
+        out = nova.jit(lambda a, b: a @ b)(_gpu(np.zeros((3, 0), dt)), _gpu(np.zeros((0, 4), dt)))
+        assert out.device.platform == "cuda" and np.asarray(out).tolist() == [[0.0] * 4] * 3
+    bf = ml_dtypes.bfloat16
+    a = np.arange(30).reshape(2, 3, 5).astype(bf)
+    b = np.arange(40).reshape(5, 2, 4).astype(bf)
+    got = nova.jit(lambda a, b: jnp.einsum("bij,jbk->bik", a, b))(_gpu(a), _gpu(b))
+    want = np.einsum("bij,jbk->bik", a.astype(f32), b.astype(f32))
+    np.testing.assert_allclose(np.asarray(got).astype(f32), want, rtol=1e-2)
+    x = np.array([5.5, -5.5, 7.0, 0.25], f32)
+    got = nova.jit(lambda x: jnp.remainder(x, 2.0))(_gpu(x))
+    np.testing.assert_array_equal(np.asarray(got), np.remainder(x, 2.0))
+    p = np.array([True, False, True])
+    got = nova.jit(lambda p, q: jnp.floor_divide(p, q))(_gpu(p), _gpu(np.array([True] * 3)))
+    np.testing.assert_array_equal(np.asarray(got), np.floor_divide(p, np.array([True] * 3)))

@@ -48,6 +48,7 @@ from nova.compiler.fuse import fuse
 from nova.compiler.kernel import Kernel
 from nova.compiler.plan_memory import plan_memory
 from nova.config import config
+from nova.core import dtypes
 from nova.core.errors import CompilerError
 from nova.core.ir import Program
 from nova.gpu.device import describe
@@ -78,7 +79,7 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
                 return [part for p in _split_epilogue(k)
                         for part in lower_kernel(p, arch, precision, sm_count)]
             x = k.program.eqns[0].inputs[0]
-            if x.type.dtype.kind != "f":
+            if not dtypes.is_float(x.type.dtype):  # (bfloat16's NumPy kind is "V")
                 raise
             gk = _contraction_as_loop(k)  # contracting axes reduced by a row kernel
             gk.schedule["gpu_schedule"] = "loop"

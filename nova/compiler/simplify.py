@@ -12,7 +12,7 @@
 - isinf of a value that cannot be infinite (tanh, logistic, sin, cos, erf, finite constants, and
   sums, products and selections of those whose magnitude bound stays below the dtype's maximum)
   -> false;
-- a reduction over an empty axis -> its identity (0 for sum, 1 for prod, -inf / +inf or the
+- a contraction over an empty axis -> zeros; a reduction over an empty axis -> its identity (0 for sum, 1 for prod, -inf / +inf or the
   integer extremes for max / min), broadcast;
 - transpose(dot_general(x, y)) that only swaps the free dimensions -> dot_general(y, x) (when the
   transpose is the product's only reader);
@@ -129,6 +129,12 @@ def simplify(program: Program, fold_operand_transposes: bool = True) -> Program:
                                  e.source)
                 rw.replace(out, res)
                 continue
+        if name == "dot_general" and any(ins[0].type.shape[a] == 0
+                                         for a in e.params["dimension_numbers"][0][0]):
+            # A contraction over an empty axis is all zeros (an empty sum), whatever its
+            # operands hold: no kernel (the CUDA loop kernel for it did not parse).
+            rw.replace(out, _zeros(rw, out, e.source))
+            continue
         if isinstance(e.prim.kernel, Reduction) and "axes" in e.params and \
                 any(ins[0].type.shape[a] == 0 for a in e.params["axes"]):
             # A reduction over an empty axis is its identity everywhere (sum 0, prod 1, max

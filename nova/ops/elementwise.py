@@ -436,8 +436,13 @@ def _convert_impl(x, *, new_dtype):
     if np.dtype(new_dtype) == dtypes.bool_:
         return x != 0
     if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):
-        # Float -> int truncates toward zero; NaN becomes 0 (defined behaviour, unlike C).
-        return np.where(np.isnan(x), 0, np.trunc(x)).astype(new_dtype)
+        # Float -> int truncates toward zero, saturating at the type's range; NaN becomes 0
+        # (defined behaviour, as JAX; C leaves it undefined, NumPy wraps or gives INT_MIN).
+        info = np.iinfo(np.dtype(new_dtype))
+        xf = x.astype(np.float64)
+        big, small = xf >= float(info.max) + 1.0, xf < float(info.min)
+        t = np.trunc(np.where(big | small | np.isnan(xf), 0.0, xf)).astype(new_dtype)
+        return np.where(big, info.max, np.where(small, info.min, t)).astype(new_dtype)
     return x.astype(new_dtype)
 
 

@@ -655,11 +655,22 @@ class Builder:
             bits = {"f16": 16, "f32": 32, "f64": 64}
             opname = "arith.extf" if bits[dst] > bits[src] else "arith.truncf"
             return self.op(f"{opname} {x.name} : {x.type} to {t}", dtype, w)
-        if x.is_float:  # float -> int: truncate toward zero; NaN -> 0
+        if x.is_float:
+            # float -> int: truncate toward zero, saturating at the type's range, NaN -> 0 (as
+            # JAX and the reference; a plain fptosi/fptoui of an out-of-range value is poison:
+            # x86 gave the saturated value, the GPU simulator a wrapped one; found by review).
             wide = self._wide(x)
+            info = np.iinfo(np.dtype(dtype))
+            fw = wide.dtype
+            big = self.cmp("ge", wide, self.const(float(info.max) + 1.0, fw, w))  # 2^n: exact
+            small = (self.cmp("le", wide, self.const(-1.0, fw, w)) if info.min == 0 else
+                     self.cmp("lt", wide, self.const(float(info.min), fw, w)))  # -2^(n-1)
+            bad = self.or_(self.or_(big, small), self.isnan(x))
+            safe = self.select(bad, self.const(0.0, fw, w), wide)
             tgt = "arith.fptoui" if dtype in _UNSIGNED else "arith.fptosi"
-            iv = self.op(f"{tgt} {wide.name} : {wide.type} to {t}", dtype, w)
-            return self.select(self.isnan(x), self.const(0, dtype, w), iv)
+            iv = self.op(f"{tgt} {safe.name} : {safe.type} to {t}", dtype, w)
+            iv = self.select(big, self.const(int(info.max), dtype, w), iv)
+            return self.select(small, self.const(int(info.min), dtype, w), iv)
         if dtypes.is_float(dtype):  # int -> float
             opname = "arith.uitofp" if x.unsigned else "arith.sitofp"
             if dst == "f16":

@@ -248,7 +248,9 @@ class _Sim:
                   "maximumf": np.maximum, "minimumf": np.minimum, "addi": np.add,
                   "subi": np.subtract, "muli": np.multiply, "andi": np.bitwise_and,
                   "ori": np.bitwise_or, "xori": np.bitwise_xor, "maxsi": np.maximum,
-                  "minsi": np.minimum, "copysign": np.copysign}
+                  "minsi": np.minimum, "copysign": np.copysign, "remf": np.fmod}
+        if np.dtype(dt) == np.bool_ and kind in ("addi", "subi", "muli"):  # i1 arithmetic
+            return (np.logical_and if kind == "muli" else np.logical_xor)(x[0], x[1])
         if kind in simple:
             return simple[kind](x[0], x[1]).astype(dt)
         if kind in ("maxui", "minui"):

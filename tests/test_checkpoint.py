@@ -355,3 +355,44 @@ def test_an_optimizer_leaf_that_cannot_be_stored_is_named(tmp_path, model):
                                         r"str of dtype <U5"):
         nn.save_checkpoint(str(tmp_path / "c.safetensors"), model, {"a": [np.ones(2), "hello"]})
     assert not (tmp_path / "c.safetensors").exists()
+
+
+def test_static_fields_stored_by_the_older_repr_form_still_load(tmp_path):
+    """Files written before static values were stored element by element (a tuple holding a
+    NumPy scalar was its repr) load against the same model (found by review)."""
+    import json
+
+    import nova.numpy as jnp
+
+    class Acts(nn.Module):
+        w: nova.Array
+        acts: tuple = nn.static_field(default=(1, np.float32(2.0)))
+
+    m = Acts(jnp.ones(2))
+    path = tmp_path / "old.safetensors"
+    nn.save_checkpoint(str(path), m)
+    tensors = st.load_file(str(path))
+    meta = nn.checkpoint_metadata(str(path))
+    header = json.loads(path.read_bytes()[8:8 + int.from_bytes(path.read_bytes()[:8],
+                                                                "little")])["__metadata__"]
+    header["static"] = json.dumps({"acts": repr((1, np.float32(2.0)))})
+    st.save_file(tensors, str(path), metadata=header)
+    got = nn.load_checkpoint(str(path), m)[0]
+    assert np.asarray(got.w).tolist() == [1.0, 1.0] and meta["step"] == 0
+
+
+def test_python_number_fields_refuse_values_they_cannot_hold(tmp_path):
+    """An int field does not silently take 2.75 (it became 2); an int too large for any
+    tensor dtype is named when saving (it was safetensors' error)."""
+    import nova.numpy as jnp
+
+    class N(nn.Module):
+        w: nova.Array
+        n: int = 3
+
+    m = N(jnp.ones(2), 3)
+    with pytest.raises(ValueError, match="parameter 'n' holds 2.75, which the model's int"):
+        m.load_state_dict({"w": np.ones(2, np.float32), "n": np.float64(2.75)})
+    assert m.load_state_dict({"w": np.ones(2, np.float32), "n": np.int64(7)}).n == 7
+    with pytest.raises(TypeError, match="parameter 'n' has dtype object \\(1180591620717411303424"):
+        nn.save_checkpoint(str(tmp_path / "big.safetensors"), N(jnp.ones(2), 2**70))

@@ -825,3 +825,23 @@ def test_contractions_over_an_empty_axis_bf16_einsum_and_simulated_remainders(fa
     p = np.array([True, False, True])
     got = nova.jit(lambda p, q: jnp.floor_divide(p, q))(_gpu(p), _gpu(np.array([True] * 3)))
     np.testing.assert_array_equal(np.asarray(got), np.floor_divide(p, np.array([True] * 3)))
+
+
+def test_arguments_cycling_through_many_addresses_stop_capturing_graphs(fake):
+    """More rotating argument addresses than graphs kept: after GRAPHS_KEPT misses in a row
+    the calls launch their kernels directly instead of capturing a graph each (found by
+    review: 19 captures in 21 calls); an address set used twice in a row gets a graph again."""
+    from nova.gpu import executable as gexe
+
+    f = nova.jit(lambda x: jnp.tanh(x) * 2.0)
+    host = [np.full(16, i, f32) for i in range(gexe.GRAPHS_KEPT + 3)]
+    batches = [_gpu(h) for h in host]
+    for call in range(3 * len(batches)):
+        i = call % len(batches)
+        np.testing.assert_allclose(np.asarray(f(batches[i])), np.tanh(host[i]) * 2, rtol=1e-6)
+    exe = f._cache[next(iter(f._cache))]._exe
+    assert exe.graphs_captured <= gexe.GRAPHS_KEPT + 1
+    before = exe.graphs_captured
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(f(batches[0])), np.tanh(host[0]) * 2, rtol=1e-6)
+    assert exe.graphs_captured <= before + 1 and "cuGraphLaunch" in fake.calls

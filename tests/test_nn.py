@@ -68,8 +68,9 @@ def test_relu_keeps_nan_and_integers_like_jax():
     xi = np.array([-3, 0, 4], np.int32)
     out = nn.relu(xi)
     assert out.dtype == np.int32 and np.asarray(out).tolist() == [0, 0, 4]
-    g = nova.grad(lambda v: nova.numpy.sum(nn.relu(v)))(np.array([-1.0, 0.0, 2.0], np.float32))
-    assert np.asarray(g).tolist() == [0.0, 0.0, 1.0]
+    g = nova.grad(lambda v: nova.numpy.sum(nn.relu(v)))(np.array([-1.0, 0.0, 2.0, np.nan],
+                                                                 np.float32))
+    assert np.asarray(g).tolist() == [0.0, 0.0, 1.0, 0.0]  # 0 at NaN too, as jax.nn.relu
     with pytest.raises(TypeError, match="relu: expected a floating-point or integer array"):
         nn.relu(np.array([True]))
 

@@ -241,3 +241,16 @@ def test_key_paths_reduce_and_node_counts_match_jax():
 
     tu.register_dataclass(W)
     assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path({"x": W(1.0)})] == ["['x'].w"]
+
+
+def test_key_paths_of_a_registered_dict_subclass_follow_its_flatten():
+    """A user-registered dict subclass flattens in its own order: its key path entries are
+    flat indices, as in JAX (they were dict keys in sorted order, mispaired; found by review)."""
+    class MyDict(dict):
+        pass
+
+    tu.register_pytree_node(MyDict, lambda d: (list(d.values()), tuple(d.keys())),
+                            lambda k, c: MyDict(zip(k, c, strict=True)))
+    pairs = tu.tree_leaves_with_path(MyDict([("z", 1), ("a", 2)]))
+    assert [(tu.keystr(p), x) for p, x in pairs] == [("[<flat index 0>]", 1),
+                                                      ("[<flat index 1>]", 2)]

@@ -375,10 +375,11 @@ def _keys_of(x, children) -> list:
     t = type(x)
     if t in _DATA_FIELDS:
         return [GetAttrKey(n) for n in _DATA_FIELDS[t]]
-    if isinstance(x, dict):  # a registered dict subclass: its children follow its keys
-        keys = list(x.keys()) if isinstance(x, collections.OrderedDict) else list(
-            _sorted_keys(x))
-        return [DictKey(k) for k in keys]
+    if t is collections.OrderedDict:  # children in insertion order
+        return [DictKey(k) for k in x.keys()]
+    if t is collections.defaultdict:  # children in sorted key order
+        return [DictKey(k) for k in _sorted_keys(x)]
+    # Another registered node (a user's dict subclass too: its flatten decides the order).
     return [FlattenedIndexKey(i) for i in range(len(children))]
 
 

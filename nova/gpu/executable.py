@@ -152,6 +152,9 @@ class CUDAExecutable:
         self._graphs: dict = {}  # input addresses -> Graph, least recently used first
         self.last_addresses: dict = {}  # slot -> device address in the latest run_device
         self.graphs_captured = 0
+        self._graph_misses = 0  # calls since the last that found its graph
+        self._direct_key = None  # input addresses of the last call launched without a graph
+        self._cycling = False  # arguments have cycled through more address sets than graphs
         self.ordinal: int | None = None  # the device it runs on (set by its first call)
         self._lent: list = []  # weak references to the results that show an output slot
         self.lent_copies = 0  # lent results moved to buffers of their own (copy-on-write)
@@ -238,6 +241,17 @@ class CUDAExecutable:
             return
         key = tuple(addr.get(i) for i in range(self.n_inputs))
         graph = self._graphs.pop(key, None)
+        self._graph_misses = 0 if graph is not None else self._graph_misses + 1
+        if self._graph_misses > GRAPHS_KEPT:
+            self._cycling = True
+        if graph is None and self._cycling and key != self._direct_key:
+            # Arguments cycling through more address sets than graphs are kept (more misses
+            # in a row than graphs): capturing and instantiating a graph per call costs more
+            # than launching (found by review: 19 captures in 21 calls over 7 pre-placed
+            # batches). From then on only a set seen on two calls in a row gets a graph.
+            self._direct_key = key
+            self._launch_all(addr=addr)
+            return
         if graph is None:
             # Captured on a stream of its own (nothing runs while capturing): the shared stream
             # never is in capture mode, where another thread's read of a result (a synchronize)

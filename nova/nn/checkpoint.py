@@ -60,6 +60,15 @@ def _config_json(config) -> str | None:
 
 
 def _umask() -> int:
+    """The process umask, read from /proc (os.umask can only read it by setting it, which
+    another thread's file creation could observe); the os.umask round trip elsewhere."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -124,22 +133,35 @@ def _jsonable(v):
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(v))
 
 
-def _static_fields(tree, prefix: str = "", out: dict | None = None) -> dict:
-    """{dotted name: JSON value} of the static fields of every Module in `tree`."""
+def _jsonable_v1(v):
+    """The form files written before 2026-11-30 stored: JSON, else the plain repr (kept so
+    that those files still load; their function reprs held addresses and never matched)."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        v = dataclasses.asdict(v)
+    try:
+        return json.loads(json.dumps(v, sort_keys=True))
+    except (TypeError, ValueError):
+        return repr(v)
+
+
+def _static_fields(tree, prefix: str = "", out: dict | None = None, form=None) -> dict:
+    """{dotted name: JSON value} of the static fields of every Module in `tree` (form: the
+    value -> JSON function, `_jsonable` by default)."""
     out = {} if out is None else out
+    form = form or _jsonable
     if isinstance(tree, Module):
         for f in dataclasses.fields(tree):
             name = f"{prefix}.{f.name}" if prefix else f.name
             if f.metadata.get("static", False):
-                out[name] = _jsonable(getattr(tree, f.name))
+                out[name] = form(getattr(tree, f.name))
             else:
-                _static_fields(getattr(tree, f.name), name, out)
+                _static_fields(getattr(tree, f.name), name, out, form)
     elif isinstance(tree, list | tuple):
         for i, e in enumerate(tree):
-            _static_fields(e, f"{prefix}.{i}" if prefix else str(i), out)
+            _static_fields(e, f"{prefix}.{i}" if prefix else str(i), out, form)
     elif isinstance(tree, dict):
         for k, e in tree.items():
-            _static_fields(e, f"{prefix}.{k}" if prefix else str(k), out)
+            _static_fields(e, f"{prefix}.{k}" if prefix else str(k), out, form)
     return out
 
 
@@ -166,7 +188,14 @@ def save_checkpoint(path, model: Module, opt_state=None, *, step: int = 0, confi
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"save_checkpoint: the directory {directory!r} of {path!r} does "
                                 "not exist")
-    tensors = {k: np.asarray(v, order="C") for k, v in model.state_dict().items()}
+    tensors = {}
+    for k, v in model.state_dict().items():
+        arr = np.asarray(v, order="C")
+        if arr.dtype not in _STORABLE:
+            raise TypeError(f"save_checkpoint: parameter '{k}' has dtype {arr.dtype} "
+                            f"({str(arr)[:40]}), which a checkpoint cannot store (numbers and "
+                            "arrays of bool, integer or float dtypes only)")
+        tensors[k] = arr
     metadata = {"format": _FORMAT, "version": _VERSION, "step": str(int(step)),
                 "model": type(model).__name__,
                 "static": json.dumps(_static_fields(model), sort_keys=True)}
@@ -307,6 +336,17 @@ def _check_leaf(path, name, stored: np.ndarray, like_shape, like_dtype) -> None:
         )
 
 
+def _python_number(like, stored, what: str):
+    """`stored` (a 0-d array) as a Python number of like's type. Raises ValueError when that
+    type cannot hold it exactly (2.75 into an int field, 2 into a bool)."""
+    v = stored.item() if hasattr(stored, "item") else stored
+    out = type(like)(v)
+    if out != v:
+        raise ValueError(f"{what} holds {v!r}, which the model's {type(like).__name__} field "
+                         "cannot hold exactly")
+    return out
+
+
 def load_checkpoint(path, model_like: Module, opt_state_like=None):
     """Loads a checkpoint written by `save_checkpoint`: returns (model, opt_state, step, config).
 
@@ -347,16 +387,17 @@ def load_checkpoint(path, model_like: Module, opt_state_like=None):
             _check_leaf(path, name, params[name], p.shape, p.dtype)
     if metadata["static"] is not None:  # absent from files written before it was stored
         here = _static_fields(model_like)
+        legacy = _static_fields(model_like, form=_jsonable_v1)
         for name in sorted(set(here) | set(metadata["static"])):
             a, b = metadata["static"].get(name, "(absent)"), here.get(name, "(absent)")
-            if a != b:
+            if a != b and a != legacy.get(name, "(absent)"):
                 raise ValueError(
                     f"checkpoint {path!r}: the static field '{name}' is {a!r} in the checkpoint "
                     f"but {b!r} in the {type(model_like).__name__} it is loaded into"
                 )
     model = model_like.map_parameters(
-        lambda name, p: type(p)(params[name].item()) if isinstance(p, bool | int | float)
-        else asarray(params[name]))
+        lambda name, p: _python_number(p, params[name], f"checkpoint {path!r}: '{name}'")
+        if isinstance(p, bool | int | float) else asarray(params[name]))
 
     opt_state = None
     if opt_state_like is not None:

@@ -88,12 +88,16 @@ def _float_input(name: str, x) -> Array:
 def relu(x) -> Array:
     """max(x, 0) elementwise; x a float or integer array of any shape (the result has its
     dtype). NaN stays NaN (as JAX and PyTorch: a diverging model is not hidden); the gradient
-    at 0 is 0 (as JAX, PyTorch). Raises TypeError for a boolean or complex array."""
+    is 0 at 0 and at NaN (as jax.nn.relu). Raises TypeError for a boolean or complex array."""
     a = asarray(x)
     if not (dtypes.is_float(a.dtype) or dtypes.is_int(a.dtype)):
         raise TypeError(f"relu: expected a floating-point or integer array, got "
                         f"{a.dtype}{where_am_i()}")
-    return jnp.where(~(a <= 0), a, 0)
+    y = jnp.where(a > 0, a, 0)
+    if dtypes.is_int(a.dtype):
+        return y
+    # NaN passes through a term without a gradient (x > 0 is false there).
+    return y + lax.stop_gradient(jnp.where(jnp.isnan(a), a, 0))
 
 
 def gelu(x, approximate: bool = False) -> Array:

@@ -171,7 +171,9 @@ class Module:
         def take(name, p):
             v = state_dict[name]
             if isinstance(p, bool | int | float):  # stays a Python number of the field's type
-                return type(p)(np.asarray(v).item())
+                from nova.nn.checkpoint import _python_number
+
+                return _python_number(p, np.asarray(v), f"load_state_dict: parameter '{name}'")
             return v if isinstance(v, Array) else array(np.asarray(v))
 
         return self.map_parameters(take)

@@ -242,6 +242,21 @@ def test_a_softmax_with_a_stopped_part_is_not_fused(kind):
         _rel_close(g, x, what=f"{kind} {name}")
 
 
+def test_a_stopped_max_shift_is_still_fused():
+    """jax.nn.softmax's form, exp(s - stop_gradient(max(s))), fuses: the shift cancels and
+    its cotangent path is zero anyway (found by review: keeping stop_gradient for the
+    attention pass had left it unfused)."""
+    sg = nova.lax.stop_gradient
+    q, k, v, w = _inputs((2, 6, 8))
+
+    def loss(q, k, v):
+        s = q @ jnp.swapaxes(k, -1, -2) * 0.5
+        e = jnp.exp(s - sg(jnp.max(s, -1, keepdims=True)))
+        return jnp.sum(((e / jnp.sum(e, -1, keepdims=True)) @ v) * w)
+
+    _fused_matches_decomposition(loss, q, k, v)
+
+
 def test_softmax_over_the_query_axis_is_not_fused():
     q, k, v, w = _inputs((2, 6, 16))
 

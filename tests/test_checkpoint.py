@@ -396,3 +396,18 @@ def test_python_number_fields_refuse_values_they_cannot_hold(tmp_path):
     assert m.load_state_dict({"w": np.ones(2, np.float32), "n": np.int64(7)}).n == 7
     with pytest.raises(TypeError, match="parameter 'n' has dtype object \\(1180591620717411303424"):
         nn.save_checkpoint(str(tmp_path / "big.safetensors"), N(jnp.ones(2), 2**70))
+
+
+def test_a_nan_float_field_round_trips(tmp_path):
+    import math
+
+    import nova.numpy as jnp
+
+    class N(nn.Module):
+        w: nova.Array
+        f: float = 1.0
+
+    m = N(jnp.ones(2), float("nan"))
+    nn.save_checkpoint(str(tmp_path / "n.safetensors"), m)
+    assert math.isnan(nn.load_checkpoint(str(tmp_path / "n.safetensors"), m)[0].f)
+    assert math.isnan(m.load_state_dict(m.state_dict()).f)

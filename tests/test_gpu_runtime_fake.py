@@ -845,3 +845,26 @@ def test_arguments_cycling_through_many_addresses_stop_capturing_graphs(fake):
     for _ in range(3):
         np.testing.assert_allclose(np.asarray(f(batches[0])), np.tanh(host[0]) * 2, rtol=1e-6)
     assert exe.graphs_captured <= before + 1 and "cuGraphLaunch" in fake.calls
+
+
+def test_a_lent_output_passed_donated_and_not_donated_is_staged(fake):
+    """A result lent from the executable's own output memory, passed donated in one slot and
+    read in place in another, is staged before the kernels overwrite that memory (found by
+    review); after cycling through many addresses, two batches used in turn get graphs."""
+    f = nova.jit(lambda a, b: (a * 2.0, a + 1.0, jnp.flip(b) * 3.0), donate_argnums=0)
+    r, _, _ = f(_gpu(np.arange(8, dtype=f32)), _gpu(np.arange(8, dtype=f32) * 10))
+    hr = np.asarray(r).copy()
+    d, p, fl = f(r, r)
+    np.testing.assert_array_equal(np.asarray(fl), np.flip(hr) * 3)
+    np.testing.assert_array_equal(np.asarray(d), hr * 2)
+    from nova.gpu import executable as gexe
+
+    g = nova.jit(lambda x: x + 1.0)
+    batches = [_gpu(np.full(4, i, f32)) for i in range(gexe.GRAPHS_KEPT + 3)]
+    for _ in range(2):
+        for b in batches:
+            g(b)
+    fake.calls.clear()
+    for i in range(8):
+        assert np.asarray(g(batches[i % 2])).tolist() == [float(i % 2) + 1.0] * 4
+    assert fake.calls.count("cuGraphLaunch") >= 5

@@ -136,10 +136,15 @@ def dot_out_labels(dot: Eqn, lab_x: tuple, lab_y: tuple) -> tuple | None:
 def _row_source(g: Graph, v: Var, shape: tuple, axis: int, eqns: list, guard=None):
     """The per-row value (shape without `axis`) that v broadcasts along `axis`, or None.
 
-    guard: "max" also looks through where(isfinite(m), m, 0) and floor(m) and "sum" through
+    guard: "max" also looks through where(isfinite(m), m, 0), floor(m) and stop_gradient(m)
+    (jax.nn.softmax's form; the max's cotangent path is zero anyway) and "sum" through
     where(s == 0, 1, s) (nova.nn's softmax: a fully masked row gives zeros; any shift of the
     exponent cancels in the division), which the fused kernels implement the same way; "recip"
     through one reciprocal (and the "sum" guard)."""
+    stops = []
+    st = g.op(v, "stop_gradient")
+    if guard == "max" and st is not None:  # jax.nn.softmax stops the shift: it cancels
+        stops, v = [st], st.inputs[0]
     b = g.op(v, "broadcast_in_dim")
     if b is None or b.outputs[0].type.shape != shape:
         return None
@@ -150,9 +155,14 @@ def _row_source(g: Graph, v: Var, shape: tuple, axis: int, eqns: list, guard=Non
     if not ((x.type.shape == row_shape and dims == kept) or
             (x.type.shape == keep_shape and dims == tuple(range(len(shape))))):
         return None
-    found = [b]
+    found = stops + [b]
     recips = 0
     while True:
+        st = g.op(x, "stop_gradient")
+        if guard == "max" and st is not None:
+            found.append(st)
+            x = st.inputs[0]
+            continue
         inner = _reciprocal_of(g, x)
         if guard == "recip" and inner is not None and recips == 0:
             found.append(g.prod[id(x)])

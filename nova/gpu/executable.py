@@ -153,7 +153,8 @@ class CUDAExecutable:
         self.last_addresses: dict = {}  # slot -> device address in the latest run_device
         self.graphs_captured = 0
         self._graph_misses = 0  # calls since the last that found its graph
-        self._direct_key = None  # input addresses of the last call launched without a graph
+        # input addresses of the last calls (graph path)
+        self._recent_keys: collections.deque = collections.deque(maxlen=GRAPHS_KEPT)
         self._cycling = False  # arguments have cycled through more address sets than graphs
         self.ordinal: int | None = None  # the device it runs on (set by its first call)
         self._lent: list = []  # weak references to the results that show an output slot
@@ -244,12 +245,14 @@ class CUDAExecutable:
         self._graph_misses = 0 if graph is not None else self._graph_misses + 1
         if self._graph_misses > GRAPHS_KEPT:
             self._cycling = True
-        if graph is None and self._cycling and key != self._direct_key:
+        recurs = key in self._recent_keys
+        self._recent_keys.append(key)
+        if graph is None and self._cycling and not recurs:
             # Arguments cycling through more address sets than graphs are kept (more misses
             # in a row than graphs): capturing and instantiating a graph per call costs more
             # than launching (found by review: 19 captures in 21 calls over 7 pre-placed
-            # batches). From then on only a set seen on two calls in a row gets a graph.
-            self._direct_key = key
+            # batches). From then on a set gets a graph when it comes back within the last
+            # GRAPHS_KEPT calls (two batches in turn do).
             self._launch_all(addr=addr)
             return
         if graph is None:
@@ -421,11 +424,16 @@ class CUDAExecutable:
         source may show an input buffer that another argument's copy writes first (swapped
         state, ping-pong buffers: a lent result passed back): such sources are staged through
         a temporary buffer before any input buffer is written."""
-        in_place, copies, written = {}, {}, set()
+        in_place, copies, written, ours = {}, {}, set(), set()
         for i, v in enumerate(values):
             buf = getattr(v, "_buffer", None)
             if buf is not None and i not in donated:
                 in_place[i] = buf.ptr
+                if type(buf) is SlotView and buf.owner is self._token and \
+                        buf.ptr != self.addr.get(i):
+                    # a result of ours still lent (also passed donated, so not moved out by
+                    # _release_lent): its memory is the kernels' to write (found by review)
+                    ours.add(buf.ptr)
                 continue
             dst = self._input_buffer(i)
             if buf is None:
@@ -437,7 +445,7 @@ class CUDAExecutable:
         # The kernels may write a donated input's buffer (the memory plan updates it in
         # place): an argument read in place from one (the same result passed donated and not
         # donated) is staged too (found by review: read while being overwritten).
-        clobbered = written | {self.addr[i] for i in donated if i in self.buffers}
+        clobbered = written | ours | {self.addr[i] for i in donated if i in self.buffers}
         staged = {}
         for i, src in copies.items():
             if src is not None and src in written and src not in staged:

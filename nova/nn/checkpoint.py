@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import tempfile
@@ -341,7 +342,7 @@ def _python_number(like, stored, what: str):
     type cannot hold it exactly (2.75 into an int field, 2 into a bool)."""
     v = stored.item() if hasattr(stored, "item") else stored
     out = type(like)(v)
-    if out != v:
+    if out != v and not (isinstance(out, float) and math.isnan(out)):  # NaN stays NaN
         raise ValueError(f"{what} holds {v!r}, which the model's {type(like).__name__} field "
                          "cannot hold exactly")
     return out

@@ -12,8 +12,8 @@
 - isinf of a value that cannot be infinite (tanh, logistic, sin, cos, erf, finite constants, and
   sums, products and selections of those whose magnitude bound stays below the dtype's maximum)
   -> false;
-- a contraction over an empty axis -> zeros; a reduction over an empty axis -> its identity (0 for sum, 1 for prod, -inf / +inf or the
-  integer extremes for max / min), broadcast;
+- a contraction over an empty axis -> zeros; a reduction over an empty axis -> its identity
+  (0 for sum, 1 for prod, -inf / +inf or the integer extremes for max / min), broadcast;
 - transpose(dot_general(x, y)) that only swaps the free dimensions -> dot_general(y, x) (when the
   transpose is the product's only reader);
 - dot_general(transpose(x), y) (or of a transposed y) -> dot_general(x, y) with the dimension

@@ -118,10 +118,8 @@ def _jsonable(v):
     """A JSON value standing for a static field's value, equal in every process for equal
     values: functions and classes by their qualified names, other objects by their repr
     without memory addresses."""
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        v = dataclasses.asdict(v)
     try:
-        return json.loads(json.dumps(v, sort_keys=True))
+        return _plain_json(v)
     except (TypeError, ValueError):
         pass
     if isinstance(v, list | tuple):
@@ -137,12 +135,17 @@ def _jsonable(v):
 def _jsonable_v1(v):
     """The form files written before 2026-11-30 stored: JSON, else the plain repr (kept so
     that those files still load; their function reprs held addresses and never matched)."""
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        v = dataclasses.asdict(v)
     try:
-        return json.loads(json.dumps(v, sort_keys=True))
+        return _plain_json(v)
     except (TypeError, ValueError):
         return repr(v)
+
+
+def _plain_json(v):
+    """v (a dataclass as a dict) through JSON; TypeError/ValueError when JSON cannot hold it."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        v = dataclasses.asdict(v)
+    return json.loads(json.dumps(v, sort_keys=True))
 
 
 def _static_fields(tree, prefix: str = "", out: dict | None = None, form=None) -> dict:

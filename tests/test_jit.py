@@ -351,3 +351,55 @@ def test_unpickled_arrays_sharing_a_buffer_are_not_donated_in_place():
         a2, b2 = load([a, b])
         g(a2)
         np.testing.assert_array_equal(np.asarray(b2), 1.0)
+
+
+def test_input_free_values_are_recorded_once_per_trace():
+    # Constants, iotas and their broadcasts are hash-consed while tracing: the zero-cotangent
+    # masks of a backward pass ask for the same zeros hundreds of times.
+    def f(x):
+        a = x + jnp.zeros((4, 3)) + 2.0
+        b = x * jnp.zeros((4, 3)) + 2.0
+        return a + b + jnp.zeros(3) + jnp.arange(3.0) + jnp.arange(3.0)
+
+    x = np.ones((4, 3), np.float32)
+    prog = nova.jit(f).trace(x).program
+    names = [e.prim.name for e in prog.eqns]
+    consts = [e.params["value"] for e in prog.eqns if e.prim.name == "constant"]
+    assert len(consts) == len({(c.dtype, c.shape, c.tobytes()) for c in consts})  # no repeat
+    assert names.count("iota") == 1
+    bcasts = [(e.inputs[0], e.params["shape"]) for e in prog.eqns
+              if e.prim.name == "broadcast_in_dim"]
+    assert len(bcasts) == len({(id(v), s) for v, s in bcasts})
+    np.testing.assert_allclose(np.asarray(nova.jit(f)(x)), f(x))
+    # -0.0 and 0.0 are different constants (their bytes differ).
+    g = nova.jit(lambda x: (x * 0.0, x * -0.0))
+    pos, neg = g(np.float32([-1.0]))
+    assert np.signbit(np.asarray(pos)[0]) and not np.signbit(np.asarray(neg)[0])
+
+
+def test_hash_consing_keeps_each_transform_region_differentiable():
+    # Two gradients of the same function of the same value inside one trace, a gradient
+    # nested in another, and a forward-mode derivative through a VJP rule: each region's
+    # equations must stay its own (only input-free values are shared).
+    def loss(w):
+        return jnp.sum(jnp.tanh(w * jnp.arange(1.0, 4.0)) ** 2)
+
+    def f(w):
+        g1 = nova.grad(loss)(w)
+        g2 = nova.grad(loss)(w)
+        h = nova.grad(lambda v: jnp.sum(nova.grad(loss)(v) * jnp.ones(3)))(w)
+        return g1, g2, h
+
+    w = np.float32([0.3, -0.2, 0.5])
+    g1, g2, h = nova.jit(f)(w)
+    e1, e2, eh = f(w)
+    for got, want in ((g1, e1), (g2, e2), (h, eh)):
+        assert_close(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+    assert np.abs(np.asarray(g1)).min() > 0  # neither region was emptied
+    a = np.arange(1.0, 4.0, dtype=np.float32)
+    t = np.tanh(w * a)
+    assert_close(np.asarray(g1), 2 * t * (1 - t * t) * a, rtol=1e-5, atol=1e-6)
+    _, tangent = nova.jvp(lambda v: nova.grad(loss)(v), (w,), (np.ones(3, np.float32),))
+    _, tangent_jit = nova.jit(lambda v: nova.jvp(lambda u: nova.grad(loss)(u), (v,),
+                                                 (jnp.ones(3),)))(w)
+    assert_close(np.asarray(tangent_jit), np.asarray(tangent), rtol=1e-5, atol=1e-6)

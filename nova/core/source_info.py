@@ -24,15 +24,29 @@ class attributed_to:
         return False
 
 
+# code object -> whether it is Nova's own (or frozen importlib) code: a dictionary lookup per
+# frame instead of two string prefix tests (the trace asks once per recorded equation).
+_inside: dict = {}
+_INSIDE_LIMIT = 50_000
+
+
 def user_frame_line() -> str | None:
     """'file.py:LINE' of the innermost caller outside nova/, or None."""
     if _override and _override[-1] is not None:
         return _override[-1]
     f = sys._getframe(1)
+    inside = _inside
     while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(_NOVA_DIR) and not fn.startswith("<frozen"):
-            return f"{fn}:{f.f_lineno}"
+        code = f.f_code
+        mine = inside.get(code)
+        if mine is None:
+            fn = code.co_filename
+            mine = fn.startswith(_NOVA_DIR) or fn.startswith("<frozen")
+            if len(inside) >= _INSIDE_LIMIT:  # code made at run time (exec) must not pile up
+                inside.clear()
+            inside[code] = mine
+        if not mine:
+            return f"{code.co_filename}:{f.f_lineno}"
         f = f.f_back
     return None
 

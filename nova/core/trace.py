@@ -117,6 +117,10 @@ class Trace:
         # ids of Vars known to hold only finite numbers: small constants and their broadcasts or
         # reshapes. Reverse mode skips its zero-cotangent masks for such partials (is_finite).
         self.finite: set[int] = set()
+        # Hash-consing of values that depend on no input of the trace (see _CONSABLE): key ->
+        # the outputs recorded first; `_input_free` holds the ids of such values' Vars.
+        self._consed: dict = {}
+        self._input_free: set[int] = set()
 
     # --- values entering the trace ----------------------------------------------------------
     def new_input(self, type_: TensorType, value=None, name: str | None = None) -> Tracer:
@@ -161,6 +165,17 @@ class Trace:
 
     # --- recording --------------------------------------------------------------------------
     def add_eqn(self, prim: Primitive, ins: list, params: dict, source: str | None) -> list:
+        cons = None
+        if prim.name in _CONSABLE:
+            free = self._input_free
+            if all(id(t._var) in free for t in ins):
+                cons = _cons_key(prim, ins, params)
+                if cons is not None:
+                    hit = self._consed.get(cons)
+                    if hit is not None:
+                        return list(hit)
+                else:
+                    cons = False  # input-free, but not worth a key (a large constant)
         in_types = [t.aval for t in ins]
         out_types = _check_shape_rule(prim, in_types, params, source)
         outs = [Var(t) for t in out_types]
@@ -173,7 +188,12 @@ class Trace:
             self.finite.add(id(outs[0]))
         elif prim.name == "constant" and _small_and_finite(params["value"]):
             self.finite.add(id(outs[0]))
-        return [self._make(v, val, source, args) for v, val in zip(outs, vals, strict=True)]
+        result = [self._make(v, val, source, args) for v, val in zip(outs, vals, strict=True)]
+        if cons is not None:
+            self._input_free.update(id(v) for v in outs)
+            if cons is not False:
+                self._consed[cons] = tuple(result)
+        return result
 
     def is_finite(self, x) -> bool:
         """Whether tracer x of this trace is known to hold only finite numbers (no inf, no NaN)."""
@@ -187,6 +207,36 @@ class Trace:
 # Primitives whose result holds only values of their (first) input.
 _FINITE_KEEPING = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze",
                              "expand_dims"})
+
+
+# Primitives whose equations are recorded once per trace when every input depends on no input
+# of the trace (constants, iotas and their broadcasts, reshapes, casts): the backward pass of a
+# GPT-2 step asks for the same zeros and scalars hundreds of times (`zeros_like` in every
+# zero-cotangent mask), 1,895 of the small step's 5,118 traced equations (bench/NOTES.md round
+# 11). Such values have no derivative, so sharing one across a transform's region is exact.
+# `copy` is not among them: a transform takes a copy to give its inputs an identity of their own.
+_CONSABLE = frozenset({"constant", "iota", "broadcast_in_dim", "reshape", "convert_element_type",
+                       "transpose", "squeeze", "expand_dims"})
+
+# Constants up to this many elements are keyed by their bytes; larger ones are recorded each time.
+_CONS_CONSTANT_LIMIT = 64
+
+
+def _cons_key(prim, ins: list, params: dict):
+    """The hash-consing key of an input-free equation, or None when it gets none (a large or
+    unhashable constant, an unhashable parameter)."""
+    if prim.name == "constant":
+        v = params["value"]
+        if not isinstance(v, np.ndarray) or v.size > _CONS_CONSTANT_LIMIT:
+            return None
+        return ("constant", v.dtype, v.shape, v.tobytes())
+    try:
+        key = (prim.name, tuple([id(t._var) for t in ins]),
+               tuple([(k, type(v), v) for k, v in params.items()]))
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _small_and_finite(value) -> bool:

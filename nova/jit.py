@@ -325,6 +325,10 @@ class Compiled:
             self._exe = executable_cache.load(key)
             self.from_cache = self._exe is not None
             if self._exe is None:
+                from nova.compiler.backend_cpu import prefetch_generic_matmuls
+
+                # LLVM builds the shape-generic matmul kernels on another core meanwhile.
+                prefetch_generic_matmuls(lowered._traced.program)
                 self._exe = _compile_for_backend(lowered.program, donated)
                 executable_cache.store(key, self._exe)
         else:

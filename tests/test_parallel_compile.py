@@ -207,3 +207,109 @@ def test_threads_compiling_one_library_do_not_share_a_temporary_file(tmp_path):
         t.join()
     assert not errors, errors[0]
     assert os.path.exists(so) and not glob.glob(so + ".tmp*")
+
+
+def test_a_background_compile_builds_in_a_child_and_reports_failures_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "2")
+    parent = os.getpid()
+    good = dict(text="func.func @k_bg(%a: memref<4xf32>) {\n  return\n}\n", func_names=["k_bg"],
+                so_path=str(tmp_path / "bg.so"), what="kernel k_bg")
+    marks = tmp_path / "after"
+    bg = cc.BackgroundCompile(good, after=lambda: marks.write_text(str(os.getpid())))
+    assert bg.pid is not None  # a child builds it
+    bg.wait()
+    assert os.path.exists(good["so_path"]) and bg.done()
+    assert int(marks.read_text()) != parent  # the cache entries were written by the child
+    bg.wait()  # idempotent
+    bad = dict(text="func.func @k_bad(%a: memref<4xf32>) {\n  %x = arith.addf %a, %a : f32\n"
+               "  return\n}\n", func_names=["k_bad"], so_path=str(tmp_path / "bad.so"),
+               what="kernel k_bad")
+    with pytest.raises(CompilerError, match=r"(?s)k_bad.*stage 'parse'"):
+        cc.BackgroundCompile(bad).wait()
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "1")  # no fork: wait() compiles here
+    one = dict(good, so_path=str(tmp_path / "one.so"))
+    bg = cc.BackgroundCompile(one, after=lambda: marks.write_text(str(os.getpid())))
+    assert bg.pid is None and not os.path.exists(one["so_path"])
+    bg.wait()
+    assert os.path.exists(one["so_path"]) and int(marks.read_text()) == parent
+
+
+@pytest.mark.parametrize("shape", [((96, 64), (64, 80), False, False),
+                                   ((64, 96), (64, 80), True, False),
+                                   ((3, 96, 64), (3, 80, 64), False, True)])
+def test_the_prefetched_generic_matmul_is_the_kernel_matmuls_run(shape, monkeypatch, tmp_path):
+    """The shape-generic matmul built before the passes (prefetch_generic_matmuls) has the very
+    cache key of the kernel a matmul of any shape and transposes then runs, and the jitted
+    result is right."""
+    (sa, sb, ta, tb) = shape
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "2")
+    cache.clear_memory()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+
+    def f(a, b):
+        a2 = jnp.swapaxes(a, -1, -2) if ta else a
+        b2 = jnp.swapaxes(b, -1, -2) if tb else b
+        return a2 @ b2
+
+    started = []
+    real = backend_cpu._compile_in_background
+
+    def spy(entries, target):
+        started.extend(key for _, key, _, _ in entries)
+        return real(entries, target)
+
+    monkeypatch.setattr(backend_cpu, "_compile_in_background", spy)
+    got = nova.jit(f)(a, b)
+    np.testing.assert_allclose(np.asarray(got), f(a, b), rtol=1e-4, atol=1e-4)
+    sym, text, nargs = backend_cpu.generic_matmul_text(np.float32)
+    key = cache.kernel_key(sym, text, cache.host_target())
+    assert started[0] == key  # prefetched first, before the passes
+    assert cache.disk_get(key) is not None
+    assert key not in backend_cpu._background  # joined and loaded by compile_fused
+    used = [launch.fn for launch in nova.jit(f).lower(a, b).compile()._exe.launches]
+    assert key in [cache.key_of(fn) for fn in used]
+
+
+def test_costly_kernels_built_ahead_in_a_child_that_fails_are_rebuilt_here(monkeypatch,
+                                                                           tmp_path):
+    """The attention and contraction kernels of a program are built in a child while the rest
+    are synthesized; a child that fails (here: every compile in a child raises) changes
+    nothing but time: the parent builds them and the results are right."""
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "2")
+    monkeypatch.setattr(backend_cpu, "MIN_PARALLEL_TEXT", 0)
+    cache.clear_memory()
+    parent = os.getpid()
+    real = cc.compile_to_shared_library
+
+    def failing_in_children(*args, **job):
+        if os.getpid() != parent:
+            raise CompilerError("injected failure in a compile child")
+        return real(*args, **job)
+
+    monkeypatch.setattr(cc, "compile_to_shared_library", failing_in_children)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((48, 32)).astype(np.float32)
+    w = rng.standard_normal((32, 40)).astype(np.float32)
+
+    def f(x, w):
+        h = jnp.tanh(x @ w)  # a contraction with an epilogue: built ahead
+        return jnp.sum(h * h, axis=1), jnp.max(h, axis=0)
+
+    early = []
+    monkeypatch.setattr(backend_cpu, "_EARLY_KINDS", ("contraction",))
+    real_start = backend_cpu._compile_in_background
+
+    def spy(entries, target):
+        early.append([sym for sym, _, _, _ in entries])
+        return real_start(entries, target)
+
+    monkeypatch.setattr(backend_cpu, "_compile_in_background", spy)
+    s, m = nova.jit(f)(x, w)
+    h = np.tanh(x @ w)
+    np.testing.assert_allclose(np.asarray(s), np.sum(h * h, axis=1), rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(m), np.max(h, axis=0), rtol=1e-5)
+    assert early and not backend_cpu._background

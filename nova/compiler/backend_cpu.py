@@ -6,6 +6,8 @@ import hashlib
 import logging
 import os
 import shutil
+import tempfile
+import threading
 import time
 import warnings
 
@@ -15,6 +17,7 @@ import numpy as np
 from nova.compiler import cache
 from nova.compiler.codegen.cpu.compile import (
     MIN_PARALLEL_TEXT,
+    BackgroundCompile,
     compile_cost,
     compile_in_parallel,
     compile_processes,
@@ -23,7 +26,11 @@ from nova.compiler.codegen.cpu.compile import (
     use_openmp_defaults,
 )
 from nova.compiler.codegen.cpu.attention import emit_attention
-from nova.compiler.codegen.cpu.contraction import emit_contraction, emit_generic_contraction
+from nova.compiler.codegen.cpu.contraction import (
+    emit_contraction,
+    emit_generic_contraction,
+    generic_matmul_text,
+)
 from nova.compiler.codegen.cpu.gemv import emit_gemv, gemv_layout
 from nova.compiler.codegen.cpu import matmul as _matmul
 from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
@@ -207,6 +214,134 @@ GROUPS_PER_PROCESS = 2
 GENERIC_MATMULS = os.environ.get("NOVA_GENERIC_MATMULS", "1") != "0"
 
 
+def _library_job(entries: list, target: str, dump_dir: str | None) -> tuple[dict, str, bool]:
+    """(compile job, library path, in memory only) building the kernels `entries`, a list of
+    (symbol, MLIR text), into one shared library named by the hash of its module. Without a
+    usable disk cache the library goes to a temporary folder (in memory only: the caller
+    removes it once loaded)."""
+    names = [sym for sym, _ in entries]
+    text = module_text([t for _, t in entries])
+    batch = hashlib.sha256((text + target + cache.CODEGEN_VERSION).encode()).hexdigest()[:24]
+    so = cache.library_path(batch)
+    in_memory_only = so is None
+    if in_memory_only:
+        so = os.path.join(tempfile.mkdtemp(prefix="nova-mem-"), batch + ".so")
+    job = dict(text=text, func_names=names, so_path=so, dump_dir=dump_dir,
+               what=f"{len(names)} kernel(s) {', '.join(names[:4])}", openmp=needs_openmp(text))
+    return job, so, in_memory_only
+
+
+# Kernels being built by a forked child while this process goes on (compile.BackgroundCompile),
+# by kernel-cache key: (the job, its library, the symbol, the argument count). Two sources:
+# the costliest kernels of a program (attention, contractions), built while the rest are
+# still being synthesized (compile_program), and the shape-generic matmul of a program that
+# has matmuls, built while the passes run (prefetch_generic_matmuls). The child writes the
+# kernel cache's entries; compile_fused waits for a kernel it needs and loads it.
+_background: dict[str, tuple] = {}
+_background_lock = threading.Lock()
+
+# Kernel kinds built ahead of the rest of their program (the largest texts: the flash attention
+# kernels and GEMMs were 0.9 of the tiny GPT-2 step's 1.7 s of LLVM time; bench/NOTES.md round 11).
+_EARLY_KINDS = ("attention", "contraction")
+
+
+def _compile_in_background(entries: list, target: str) -> bool:
+    """Starts building `entries`, a list of (symbol, key, argument count, MLIR text) of kernels
+    missing from the cache, in a forked child; registers them in _background. False (nothing
+    started) with a single compile process or without a usable disk cache (the child's library
+    and entries could not reach this process)."""
+    if compile_processes() < 2 or not hasattr(os, "fork"):
+        return False
+    job, so, in_memory_only = _library_job([(sym, text) for sym, _, _, text in entries], target,
+                                           os.environ.get("NOVA_DUMP_DIR"))
+    if in_memory_only:
+        shutil.rmtree(os.path.dirname(so), ignore_errors=True)
+        return False
+
+    def after():  # in the child, once the library exists
+        for sym, key, nargs, _ in entries:
+            cache.disk_put(key, so, sym, nargs)
+
+    bg = BackgroundCompile(job, after)
+    with _background_lock:
+        for sym, key, nargs, _ in entries:
+            _background[key] = (bg, so, sym, nargs)
+    return True
+
+
+def _take_background(key: str) -> None:
+    """Waits for the background job building `key` (compiling it here if the child failed) and
+    puts the loaded kernel in the memory cache; nothing when no job builds it (any more)."""
+    with _background_lock:
+        rec = _background.pop(key, None)
+    if rec is None:
+        return
+    bg, so, sym, nargs = rec
+    bg.wait()
+    if cache.memory_get(key) is None:
+        if needs_openmp(bg.job["text"]):
+            use_openmp_defaults()
+        cache.memory_put(key, load_function(so, sym, nargs))
+
+
+def _reap_background() -> None:
+    """Forgets finished background jobs nobody waited for (a prefetched kernel the program did
+    not use): the child has written their cache entries; a later program loads them from disk."""
+    with _background_lock:
+        done = [key for key, (bg, *_rest) in _background.items() if bg.done()]
+        for key in done:
+            del _background[key]
+
+
+def _start_early(kernels: list, lowered: dict, target: str) -> None:
+    """Starts building the kernels of `kernels` (already lowered) that no cache holds, in the
+    background, when their text is worth a process of its own (MIN_PARALLEL_TEXT)."""
+    entries: dict[str, tuple] = {}
+    for k in kernels:
+        for gk, sym, text, params in lowered[id(k)]:
+            key = cache.kernel_key(sym, text, target)
+            if key in entries or key in _background or cache.cached(key):
+                continue
+            nargs = len(gk.program.inputs) + len(gk.program.outputs) + (params is not None)
+            entries[key] = (sym, key, nargs, text)
+    if sum(compile_cost(sym, text) for sym, _, _, text in entries.values()) < MIN_PARALLEL_TEXT:
+        return
+    if _compile_in_background(list(entries.values()), target):
+        cache.stats["misses"] += len(entries)
+
+
+def prefetch_generic_matmuls(program: Program, target: str | None = None) -> None:
+    """Before the passes run on `program`: starts building, in the background, the shape-generic
+    matmul kernel of each dtype among its matmuls (codegen/cpu/matmul.py generic_variant) that
+    the cache lacks. Their text depends only on the dtype and the host, so they can be built
+    before fusion decides which matmuls run them; one a program ends up not using is simply
+    in the cache for the next. Matmuls of fewer than GENERIC_PREFETCH_MIN_OUTPUT output
+    elements are not counted (a matrix-vector product or a tiny matmul keeps its own kernel)."""
+    if not GENERIC_MATMULS or compile_processes() < 2:
+        return
+    target = target or cache.host_target()
+    _reap_background()
+    dtypes_seen = []
+    for e in program.eqns:
+        if e.prim.name != "dot_general" or e.outputs[0].type.size < GENERIC_PREFETCH_MIN_OUTPUT:
+            continue
+        dt = e.inputs[0].type.dtype
+        if dt == e.inputs[1].type.dtype and dt not in dtypes_seen:
+            dtypes_seen.append(dt)
+    for dt in dtypes_seen:
+        found = generic_matmul_text(dt)
+        if found is None:
+            continue
+        sym, text, nargs = found
+        key = cache.kernel_key(sym, text, target)
+        if key in _background or cache.cached(key):
+            continue
+        _compile_in_background([(sym, key, nargs, text)], target)
+
+
+GENERIC_PREFETCH_MIN_OUTPUT = 4096
+
+
 def compile_fused(fused: FusedProgram, *, target: str | None = None,
                   lowered: dict | None = None) -> dict:
     """{id(fusion kernel): [(codegen kernel, ctypes function, parameter vector or None)]} for
@@ -216,6 +351,7 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
     t_start = time.perf_counter()
     result: dict[int, list] = {}
     missing: dict[str, tuple] = {}
+    waiting: list[str] = []  # keys of kernels a background job builds (_background)
     plans = []
     for k in fused.kernels:
         parts = []
@@ -224,6 +360,11 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
                 use_openmp_defaults()  # before a threaded kernel is loaded in this process
             key = cache.kernel_key(sym, text, target)
             fn = cache.memory_get(key)
+            nargs = len(gk.program.inputs) + len(gk.program.outputs) + (params is not None)
+            if fn is None and key in _background:  # being built ahead: joined after the batch
+                waiting.append(key)
+                parts.append((gk, key, params))
+                continue
             if fn is None:
                 rec = cache.disk_get(key)
                 if rec is not None:
@@ -232,7 +373,6 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
                         cache.memory_put(key, fn)
                     except (OSError, CompilerError):  # unloadable or lacking it: rebuild
                         fn = None
-            nargs = len(gk.program.inputs) + len(gk.program.outputs) + (params is not None)
             if fn is None:
                 missing.setdefault(sym, (nargs, key, text))
             parts.append((gk, key, params))
@@ -250,17 +390,9 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
         jobs, libraries = [], []
         for group in groups:
             names = [syms[i] for i in group]
-            text = module_text([missing[sym][2] for sym in names])
-            batch = hashlib.sha256((text + target + cache.CODEGEN_VERSION).encode()).hexdigest()[:24]
-            so = cache.library_path(batch)
-            in_memory_only = so is None
-            if in_memory_only:
-                import tempfile
-
-                so = os.path.join(tempfile.mkdtemp(prefix="nova-mem-"), batch + ".so")
-            jobs.append(dict(text=text, func_names=names, so_path=so, dump_dir=dump_dir,
-                             what=f"{len(names)} kernel(s) {', '.join(names[:4])}",
-                             openmp=needs_openmp(text)))
+            job, so, in_memory_only = _library_job([(sym, missing[sym][2]) for sym in names],
+                                                   target, dump_dir)
+            jobs.append(job)
             libraries.append((names, so, in_memory_only))
         try:
             compile_in_parallel(jobs, procs)
@@ -275,6 +407,8 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
             for _, so, in_memory_only in libraries:
                 if in_memory_only:  # loaded (the mapping outlives the file), or failed
                     shutil.rmtree(os.path.dirname(so), ignore_errors=True)
+    for key in waiting:
+        _take_background(key)
     for k, parts in plans:
         result[id(k)] = [(gk, cache.memory_get(key), params) for gk, key, params in parts]
     if os.environ.get("NOVA_LOG_COMPILES") == "1":
@@ -292,7 +426,15 @@ def compile_program(program: Program, *, target: str | None = None,
     if len(program.eqns) > 1:
         _prefetch_launcher()
     fused = fuse(program)
-    lowered = {id(k): _lower(k) for k in fused.kernels}
+    # The costliest kernels first, built in the background while the rest are synthesized.
+    target = cache.host_target() if target is None else target
+    early = [k for k in fused.kernels if k.kind in _EARLY_KINDS]
+    lowered = {id(k): _lower(k) for k in early}
+    if len(fused.kernels) > 1:
+        _start_early(early, lowered, target)
+    for k in fused.kernels:
+        if id(k) not in lowered:
+            lowered[id(k)] = _lower(k)
     slots: dict[int, int] = {}
     for i, v in enumerate(program.inputs):
         slots[id(v)] = i

@@ -97,6 +97,15 @@ def key_of(fn) -> str | None:
         return k if k is not None and _mem.get(k) is fn else None
 
 
+def cached(key: str) -> bool:
+    """Whether `key` is in the memory cache or has a disk entry (not checked, not counted in
+    `stats`): a cheap look before deciding to build a kernel ahead of its batch."""
+    with _lock:
+        if key in _mem:
+            return True
+    return os.path.exists(_entry_path(key))
+
+
 def disk_get(key: str) -> dict | None:
     """The record {'so', 'symbol', 'nargs'} of a valid disk entry, or None (dropping bad ones)."""
     path = _entry_path(key)

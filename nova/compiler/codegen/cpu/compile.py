@@ -361,7 +361,6 @@ def compile_in_parallel(jobs: list[dict], workers: int | None = None) -> None:
     (O_EXCL), so a worker that finishes early takes more and none idles while another still
     has a queue. A job a child claimed but did not finish (or a child that could not be forked)
     is compiled again here, so errors surface as this process's CompilerError."""
-    global _lock, _keep_failed_source
     if not jobs:
         return
     workers = len(jobs) if workers is None else max(1, min(workers, len(jobs)))
@@ -379,32 +378,8 @@ def compile_in_parallel(jobs: list[dict], workers: int | None = None) -> None:
             if claim(n):
                 compile_to_shared_library(**job)
 
-    children = []
-    # Forks happen while this process holds the compile lock, so that no other thread of it is
-    # inside MLIR or LLVM (whose internal locks a child would inherit held); the child starts
-    # with a lock of its own.
-    with _lock:
-        for _ in range(workers - 1):
-            try:
-                with warnings.catch_warnings():
-                    # JAX, when imported, warns about any fork (its threads hold locks a child
-                    # using JAX could wait on forever); the child here runs MLIR and LLVM only.
-                    warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
-                    pid = os.fork()
-            except OSError:
-                break
-            if pid == 0:  # the child: compile, and leave without running the exit hooks
-                code = 1
-                try:
-                    _lock = threading.Lock()
-                    _keep_failed_source = False
-                    work()
-                    code = 0
-                except BaseException:  # noqa: BLE001 - the parent recompiles and reports
-                    pass
-                finally:
-                    os._exit(code)
-            children.append(pid)
+    children = [pid for pid in (_fork_worker(work) for _ in range(workers - 1))
+                if pid is not None]
     try:
         work()
     finally:
@@ -414,6 +389,91 @@ def compile_in_parallel(jobs: list[dict], workers: int | None = None) -> None:
     for job in jobs:
         if not os.path.exists(job["so_path"]):
             compile_to_shared_library(**job)
+
+
+def _fork_worker(fn) -> int | None:
+    """Forks a child that runs fn() and leaves without running the exit hooks (status 0 when fn
+    returned, 1 when it raised); the child's pid, or None when the fork failed. Forks happen
+    while this process holds the compile lock, so that no other thread of it is inside MLIR or
+    LLVM (whose internal locks a child would inherit held); the child starts with a lock of its
+    own and keeps no failed MLIR source (the parent compiles a failed job again and reports)."""
+    global _lock, _keep_failed_source
+    with _lock:
+        try:
+            with warnings.catch_warnings():
+                # JAX, when imported, warns about any fork (its threads hold locks a child
+                # using JAX could wait on forever); the child here runs MLIR and LLVM only.
+                warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
+                pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:
+            code = 1
+            try:
+                _lock = threading.Lock()
+                _keep_failed_source = False
+                fn()
+                code = 0
+            except BaseException:  # noqa: BLE001 - the parent recompiles and reports
+                pass
+            finally:
+                os._exit(code)
+    return pid
+
+
+class BackgroundCompile:
+    """`compile_to_shared_library(**job)` in a forked child while this process goes on, so LLVM
+    runs on another core during the Python part of a compile (passes, kernel synthesis).
+
+    `after()` runs once the library exists (in the child, or here when the job had to be
+    compiled here): the kernel cache's entries for it. `wait()` joins the child and, when it
+    left no library (it failed, or no child could be forked, or a single compile process is
+    configured: NOVA_COMPILE_PROCESSES=1), compiles the job in this process, so a failure
+    raises this process's CompilerError. `done()` tells without blocking whether wait() would
+    return at once."""
+
+    def __init__(self, job: dict, after=None):
+        self.job = job
+        self._after = after
+        self._lock = threading.Lock()
+        self._finished = False
+        self.pid = None
+        if compile_processes() > 1:
+            def run():
+                compile_to_shared_library(**job)
+                if after is not None:
+                    after()
+
+            self.pid = _fork_worker(run)
+
+    def done(self) -> bool:
+        with self._lock:
+            if self._finished or self.pid is None:
+                return True
+            try:
+                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid = self.pid
+            if pid == 0:
+                return False
+            self.pid = None
+            return True
+
+    def wait(self) -> None:
+        with self._lock:
+            if self._finished:
+                return
+            if self.pid is not None:
+                try:
+                    os.waitpid(self.pid, 0)
+                except ChildProcessError:
+                    pass
+                self.pid = None
+            if not os.path.exists(self.job["so_path"]):
+                compile_to_shared_library(**self.job)
+                if self._after is not None:
+                    self._after()
+            self._finished = True
 
 
 _omp_preloaded = False

@@ -122,6 +122,26 @@ def emit_generic_contraction(kernel: Kernel, threads: int | None = None):
     return sym, emit_matmul(sym, spec, tiles), generic_params(spec)
 
 
+def generic_matmul_text(dtype, threads: int | None = None):
+    """(symbol, MLIR text, argument count) of the shape-generic GEMM serving matmuls of `dtype`
+    on this host, or None where the dtype has none: the kernel emit_generic_contraction gives
+    any matmul of that dtype large enough for the register block (its text depends on neither
+    the shapes nor the transposes), so it can be built before a program's matmuls are known."""
+    try:
+        spec = MatmulSpec(batch=1, m=4096, n=4096, k=256, dtype=np.dtype(dtype),
+                          threads=threads or os.cpu_count() or 1)
+        tiles = generic_variant(spec)
+    except (KeyError, ValueError, _NoVector):  # a dtype without matmul kernels
+        return None
+    if tiles is None:
+        return None
+    sym = generic_name(spec, tiles)
+    try:
+        return sym, emit_matmul(sym, spec, tiles), 4  # A, B, the parameter vector, C
+    except _NoVector:
+        return None
+
+
 def emit_contraction(name: str, kernel: Kernel, threads: int | None = None):
     """(MLIR text, argument order) of a GEMM kernel for `kernel`, or None if its layout or dtype
     does not fit a GEMM (then the caller builds a loop kernel)."""

@@ -313,3 +313,26 @@ def test_costly_kernels_built_ahead_in_a_child_that_fails_are_rebuilt_here(monke
     np.testing.assert_allclose(np.asarray(s), np.sum(h * h, axis=1), rtol=1e-4)
     np.testing.assert_allclose(np.asarray(m), np.max(h, axis=0), rtol=1e-5)
     assert early and not backend_cpu._background
+
+
+def test_a_background_kernel_forgotten_by_another_thread_is_loaded_from_its_entry(
+        monkeypatch, tmp_path):
+    """compile_fused saw a kernel in the background, but before it took the job another
+    thread's compile forgot the finished job (_reap_background): the kernel comes from the
+    child's cache entry (or is built here), never a missing function."""
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "2")
+    cache.clear_memory()
+
+    def forgotten(key):  # what a reap in another thread leaves: no job, no loaded kernel
+        with backend_cpu._background_lock:
+            rec = backend_cpu._background.pop(key, None)
+        if rec is not None:
+            rec[0].wait()
+
+    monkeypatch.setattr(backend_cpu, "_take_background", forgotten)
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((128, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 96)).astype(np.float32)
+    got = nova.jit(lambda a, b: a @ b)(a, b)
+    np.testing.assert_allclose(np.asarray(got), a @ b, rtol=1e-4, atol=1e-4)

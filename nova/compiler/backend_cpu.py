@@ -284,6 +284,29 @@ def _take_background(key: str) -> None:
         cache.memory_put(key, load_function(so, sym, nargs))
 
 
+def _load_or_build(sym: str, nargs: int, key: str, text: str, target: str,
+                   dump_dir: str | None) -> None:
+    """Puts kernel `key` in the memory cache: from its disk entry, else compiled here."""
+    if needs_openmp(text):
+        use_openmp_defaults()
+    rec = cache.disk_get(key)
+    if rec is not None:
+        try:
+            cache.memory_put(key, load_function(rec["so"], rec["symbol"], rec["nargs"]))
+            return
+        except (OSError, CompilerError):
+            pass
+    job, so, in_memory_only = _library_job([(sym, text)], target, dump_dir)
+    try:
+        compile_in_parallel([job], 1)
+        cache.memory_put(key, load_function(so, sym, nargs))
+        if not in_memory_only:
+            cache.disk_put(key, so, sym, nargs)
+    finally:
+        if in_memory_only:
+            shutil.rmtree(os.path.dirname(so), ignore_errors=True)
+
+
 def _reap_background() -> None:
     """Forgets finished background jobs nobody waited for (a prefetched kernel the program did
     not use): the child has written their cache entries; a later program loads them from disk."""
@@ -351,7 +374,7 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
     t_start = time.perf_counter()
     result: dict[int, list] = {}
     missing: dict[str, tuple] = {}
-    waiting: list[str] = []  # keys of kernels a background job builds (_background)
+    waiting: list[tuple] = []  # (sym, nargs, key, text) of kernels built in the background
     plans = []
     for k in fused.kernels:
         parts = []
@@ -362,7 +385,7 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
             fn = cache.memory_get(key)
             nargs = len(gk.program.inputs) + len(gk.program.outputs) + (params is not None)
             if fn is None and key in _background:  # being built ahead: joined after the batch
-                waiting.append(key)
+                waiting.append((sym, nargs, key, text))
                 parts.append((gk, key, params))
                 continue
             if fn is None:
@@ -407,8 +430,12 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
             for _, so, in_memory_only in libraries:
                 if in_memory_only:  # loaded (the mapping outlives the file), or failed
                     shutil.rmtree(os.path.dirname(so), ignore_errors=True)
-    for key in waiting:
+    for sym, nargs, key, text in waiting:
         _take_background(key)
+        if cache.memory_get(key) is None:
+            # Another thread's compile forgot the finished job (_reap_background) before this
+            # one took it: its child wrote the cache entry; built here if it did not.
+            _load_or_build(sym, nargs, key, text, target, dump_dir)
     for k, parts in plans:
         result[id(k)] = [(gk, cache.memory_get(key), params) for gk, key, params in parts]
     if os.environ.get("NOVA_LOG_COMPILES") == "1":

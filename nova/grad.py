@@ -59,7 +59,17 @@ class _Scope:
         if not self.new:
             return tree
         leaves, td = tree_flatten(tree)
-        out = [_to_array(x) for x in leaves]
+        out, seen = [], set()
+        for x in leaves:
+            if isinstance(x, Tracer):
+                # Each result a buffer of its own: two results may be one traced value (the
+                # zero gradients of two unused arguments share their recorded zeros).
+                v = x._concretize("a result")
+                if id(v) in seen or not v.flags.writeable:
+                    v = np.array(v, copy=True)
+                seen.add(id(v))
+                x = Array(v)
+            out.append(x)
         if self.device is not None:
             from nova.runtime.devices import device_put
 
@@ -81,12 +91,6 @@ def _as_array_like(x, name):
     if isinstance(x, Array):
         return x
     return Array(_as_value(x, name))
-
-
-def _to_array(x):
-    if isinstance(x, Tracer):
-        return Array(x._concretize("a result"))
-    return x
 
 
 def _zeros_like(t):

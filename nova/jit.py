@@ -577,6 +577,7 @@ class JitFunction:
                 raise ValueError(f"jit({fname}): static_argnames {unknown} name no parameter "
                                  f"of {fname} (parameters: {names})")
         self._cache: dict = {}
+        self._traced: dict = {}  # sig key -> Traced, for calls inside another trace (_inline)
         self._last_sig: _Signature | None = None
         self._info = CacheInfo()
         functools.update_wrapper(self, f)
@@ -719,7 +720,8 @@ class JitFunction:
         self._info.miss_reasons.append(reason)
         t0 = time.perf_counter()
         with _gc_paused(), (populating_arenas() if for_call else contextlib.nullcontext()):
-            compiled = self._trace_sig(sig, args, kwargs).lower().compile()
+            traced = self._traced.pop(key, None) or self._trace_sig(sig, args, kwargs)
+            compiled = traced.lower().compile()
         if os.environ.get("NOVA_LOG_COMPILES") == "1":
             logging.getLogger("nova.compiler").warning(
                 "nova compile of jit(%s) triggered by: %s; %d traced equations; %s; %.3f s",
@@ -749,17 +751,35 @@ class JitFunction:
         self._donate_inputs(leaves, sig)
         return tree_unflatten(compiled.out_tree, outs)
 
+    def _traced_for(self, sig, args, kwargs) -> Traced:
+        """The traced Program for sig (traced on a miss, not compiled: the outer trace's
+        compile covers it)."""
+        key = sig.key()
+        hit = self._cache.get(key)
+        traced = hit._lowered._traced if hit is not None else self._traced.get(key)
+        if traced is not None:
+            self._info.hits += 1
+            return traced
+        self._info.misses += 1
+        reason = "first call" if self._last_sig is None else _describe_change(self._last_sig, sig)
+        self._info.miss_reasons.append(reason)
+        traced = self._traced[key] = self._trace_sig(sig, args, kwargs)
+        self._last_sig = sig
+        return traced
+
     def _inline(self, trace: Trace, sig, leaves, args, kwargs):
-        """Inside another transform, replays the cached Program into the current trace."""
-        compiled = self._compiled_for(sig, args, kwargs)
-        p = compiled.program
+        """Inside another transform, replays the traced Program into the current trace: as
+        traced, not optimized (the compiler's passes drop stop_gradient, which an outer grad
+        must still see; JAX likewise inlines the jaxpr)."""
+        traced = self._traced_for(sig, args, kwargs)
+        p = traced.program
         env = {id(v): trace.lift(x if isinstance(x, Array) else Array(_value_of(x, v.type)))
                for v, x in zip(p.inputs, leaves, strict=True)}
         for e in p.eqns:
             outs = trace.add_eqn(e.prim, [env[id(v)] for v in e.inputs], e.params, e.source)
             for v, t in zip(e.outputs, outs, strict=True):
                 env[id(v)] = t
-        return tree_unflatten(compiled.out_tree, [env[id(v)] for v in p.outputs])
+        return tree_unflatten(traced.out_tree, [env[id(v)] for v in p.outputs])
 
     def _donate_inputs(self, leaves, sig: _Signature):
         """Deletes the donated arguments' Arrays (`leaves`, `sig`: the call's flattened

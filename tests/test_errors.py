@@ -183,3 +183,43 @@ def test_python_integers_out_of_the_dtype_range_raise_overflow_error():
     assert np.asarray(x + 5).tolist() == [6, 7]
     wrapped = jnp.asarray(np.array([300], np.int64), dtype=jnp.uint8)
     assert np.asarray(wrapped).tolist() == [44]
+
+
+def test_a_users_copy_of_a_nova_module_is_the_users_code(tmp_path, monkeypatch):
+    """Code objects of two files compare equal when their contents do: the source-line lookup
+    must tell the user's copy of a Nova module from Nova's own (found by review), both ways."""
+    import importlib
+    import os
+    import shutil
+    import sys
+
+    import nova.nn.layers as nova_layers
+
+    shutil.copy(nova_layers.__file__, tmp_path / "mylayers_copy.py")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("mylayers_copy", None)
+    mine = importlib.import_module("mylayers_copy")
+    key = nova.random.PRNGKey(0)
+    lin_nova, lin_mine = nova_layers.Linear.init(key, 4, 3), mine.Linear.init(key, 4, 3)
+    nova.jit(lambda x: lin_nova(x))(np.ones((2, 4), np.float32))  # Nova's code seen first
+    with pytest.raises(ValueError) as ei:
+        lin_mine(np.ones((2, 5), np.float32))
+    assert "mylayers_copy.py:" in str(ei.value)
+    nova.jit(lambda x: lin_mine(x))(np.ones((3, 4), np.float32))  # the copy seen first
+    with pytest.raises(ValueError) as ei:
+        lin_nova(np.ones((2, 5), np.float32))
+    assert os.path.basename(__file__) + ":" in str(ei.value)
+
+
+def test_a_recorded_once_value_names_the_line_that_asked_for_it():
+    def f(x):
+        a = jnp.zeros(())
+        b = jnp.zeros(())  # the same value as a, recorded once: created here all the same
+        if b:
+            return x
+        return x + a
+
+    with pytest.raises(nova.TracerBoolConversionError) as ei:
+        nova.jit(f)(np.float32(1))
+    line = f.__code__.co_firstlineno + 2
+    assert f"test_errors.py:{line})" in str(ei.value)

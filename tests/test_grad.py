@@ -293,3 +293,14 @@ def test_jvp_refuses_a_tangent_of_another_dtype():
         nova.jvp(lambda x: jnp.sin(x), (x,), (np.ones(3),))
     y, t = nova.jvp(lambda x: jnp.sin(x), (x,), (np.ones(3, np.float32),))
     assert np.asarray(t).dtype == np.float32
+
+
+def test_eager_gradients_are_buffers_of_their_own():
+    """Two unused arguments' zero gradients are one recorded value inside the trace, but two
+    arrays outside it: writing one through NumPy leaves the other (found by review)."""
+    one = np.ones(3, np.float32)
+    gy, gz = nova.grad(lambda x, y, z: jnp.sum(x), argnums=(1, 2))(one, one, one)
+    view = np.asarray(gy)
+    assert view.flags.writeable
+    view[0] = 7.0
+    np.testing.assert_array_equal(np.asarray(gz), [0, 0, 0])

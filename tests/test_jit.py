@@ -403,3 +403,20 @@ def test_hash_consing_keeps_each_transform_region_differentiable():
     _, tangent_jit = nova.jit(lambda v: nova.jvp(lambda u: nova.grad(loss)(u), (v,),
                                                  (jnp.ones(3),)))(w)
     assert_close(np.asarray(tangent_jit), np.asarray(tangent), rtol=1e-5, atol=1e-6)
+
+
+def test_a_numpy_array_changed_after_the_trace_took_it_keeps_its_value():
+    """The trace copies a NumPy constant (JAX copies it to the device): a buffer the caller
+    reuses later neither changes the use already traced nor a fresh array with its old bytes
+    (recorded once per trace), found by review."""
+    def f(x):
+        scratch = np.zeros(3, np.float32)
+        first = x + scratch
+        scratch[:] = 5.0
+        return first, x + np.zeros(3, np.float32), x + scratch
+
+    x = np.ones(3, np.float32)
+    first, fresh, changed = nova.jit(f)(x)
+    np.testing.assert_array_equal(np.asarray(first), [1, 1, 1])
+    np.testing.assert_array_equal(np.asarray(fresh), [1, 1, 1])
+    np.testing.assert_array_equal(np.asarray(changed), [6, 6, 6])

@@ -336,3 +336,36 @@ def test_a_background_kernel_forgotten_by_another_thread_is_loaded_from_its_entr
     b = rng.standard_normal((64, 96)).astype(np.float32)
     got = nova.jit(lambda a, b: a @ b)(a, b)
     np.testing.assert_allclose(np.asarray(got), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_threads_compiling_matmul_programs_at_once_all_get_their_kernels(monkeypatch, tmp_path):
+    """Four threads' first calls, each with a float32 matmul (the generic kernel built in the
+    background) and a kernel of its own: every thread waits on the one job building the shared
+    kernel (a thread took another's record before: a missing function, in 6 of 14 runs)."""
+    import threading
+
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NOVA_COMPILE_PROCESSES", "2")
+    cache.clear_memory()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((96, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 80)).astype(np.float32)
+    fs = [nova.jit(lambda a, b, op=op: (a @ b, jnp.sum(op(a), axis=0)))
+          for op in (jnp.sin, jnp.cos, jnp.exp, jnp.tanh)]
+    barrier = threading.Barrier(len(fs))
+    errors = []
+
+    def run(f):
+        barrier.wait()
+        try:
+            np.testing.assert_allclose(np.asarray(f(a, b)[0]), a @ b, rtol=1e-4, atol=1e-4)
+        except BaseException as e:  # noqa: BLE001 - collected for the assertion
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(f,)) for f in fs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert not backend_cpu._background

@@ -48,3 +48,19 @@ def test_pytrees_and_integer_leaves():
     g = nova.grad(loss)({"w": np.full(3, 3.0, np.float32), "s": np.float32(2.0)})
     np.testing.assert_allclose(np.asarray(g["w"]), np.full(3, 6.0))
     assert float(g["s"]) == 0.0
+
+
+def test_grad_of_a_jitted_function_keeps_its_stop_gradient():
+    """A jitted function called inside grad is replayed as traced: the compiler's passes drop
+    stop_gradient from the optimized program, which grad must still see (found by review)."""
+    x = np.array([1.0, 2.0], np.float32)
+
+    def f(w):
+        return jnp.sum(lax.stop_gradient(w) * w)
+
+    want = np.asarray(jax.grad(lambda w: jjnp.sum(jax.lax.stop_gradient(w) * w))(x))
+    for g in (nova.grad(f), nova.grad(nova.jit(f)), nova.jit(nova.grad(nova.jit(f)))):
+        np.testing.assert_allclose(np.asarray(g(x)), want)
+    jf = nova.jit(f)
+    jf(x)  # compiled first: the inlined program is still the traced one
+    np.testing.assert_allclose(np.asarray(nova.grad(jf)(x)), want)

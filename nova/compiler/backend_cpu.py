@@ -262,8 +262,11 @@ def _compile_in_background(entries: list, target: str) -> bool:
         for sym, key, nargs, _ in entries:
             cache.disk_put(key, so, sym, nargs)
 
-    bg = BackgroundCompile(job, after)
     with _background_lock:
+        # Checked and registered under the lock: two threads never start one kernel twice.
+        if any(key in _background for _, key, _, _ in entries):
+            return False
+        bg = BackgroundCompile(job, after)
         for sym, key, nargs, _ in entries:
             _background[key] = (bg, so, sym, nargs)
     return True
@@ -271,17 +274,21 @@ def _compile_in_background(entries: list, target: str) -> bool:
 
 def _take_background(key: str) -> None:
     """Waits for the background job building `key` (compiling it here if the child failed) and
-    puts the loaded kernel in the memory cache; nothing when no job builds it (any more)."""
+    puts the loaded kernel in the memory cache; nothing when no job builds it (any more). Every
+    thread needing the kernel waits on the same job; the record goes once it is loaded."""
     with _background_lock:
-        rec = _background.pop(key, None)
+        rec = _background.get(key)
     if rec is None:
         return
     bg, so, sym, nargs = rec
     bg.wait()
-    if cache.memory_get(key) is None:
-        if needs_openmp(bg.job["text"]):
-            use_openmp_defaults()
-        cache.memory_put(key, load_function(so, sym, nargs))
+    with _background_lock:
+        if cache.memory_get(key) is None:
+            if needs_openmp(bg.job["text"]):
+                use_openmp_defaults()
+            cache.memory_put(key, load_function(so, sym, nargs))
+        if _background.get(key) is rec:
+            del _background[key]
 
 
 def _load_or_build(sym: str, nargs: int, key: str, text: str, target: str,
@@ -436,6 +443,8 @@ def compile_fused(fused: FusedProgram, *, target: str | None = None,
             # Another thread's compile forgot the finished job (_reap_background) before this
             # one took it: its child wrote the cache entry; built here if it did not.
             _load_or_build(sym, nargs, key, text, target, dump_dir)
+    if waiting:
+        _reap_background()  # children of unused prefetches are waited for (no zombies)
     for k, parts in plans:
         result[id(k)] = [(gk, cache.memory_get(key), params) for gk, key, params in parts]
     if os.environ.get("NOVA_LOG_COMPILES") == "1":

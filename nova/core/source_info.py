@@ -24,8 +24,11 @@ class attributed_to:
         return False
 
 
-# code object -> whether it is Nova's own (or frozen importlib) code: a dictionary lookup per
-# frame instead of two string prefix tests (the trace asks once per recorded equation).
+# id(code object) -> (the code object, whether it is Nova's own or frozen importlib code): a
+# dictionary lookup per frame instead of two string prefix tests (the trace asks once per
+# recorded equation). By identity: code objects of different files compare equal when their
+# contents do (a user's copy of a Nova module), and the entry keeps its code alive, so its id
+# is not reused while cached.
 _inside: dict = {}
 _INSIDE_LIMIT = 50_000
 
@@ -38,13 +41,15 @@ def user_frame_line() -> str | None:
     inside = _inside
     while f is not None:
         code = f.f_code
-        mine = inside.get(code)
-        if mine is None:
+        ent = inside.get(id(code))
+        if ent is not None and ent[0] is code:
+            mine = ent[1]
+        else:
             fn = code.co_filename
             mine = fn.startswith(_NOVA_DIR) or fn.startswith("<frozen")
             if len(inside) >= _INSIDE_LIMIT:  # code made at run time (exec) must not pile up
                 inside.clear()
-            inside[code] = mine
+            inside[id(code)] = (code, mine)
         if not mine:
             return f"{code.co_filename}:{f.f_lineno}"
         f = f.f_back

@@ -113,7 +113,7 @@ class Trace:
         self.tracers: dict[int, Tracer] = {}  # id(var) -> the tracer standing for it
         self.active = True
         self.stage = "fwd"  # reverse mode records its equations as "bwd"
-        self._const_cache: dict[int, Tracer] = {}
+        self._const_cache: dict[int, tuple] = {}  # id(Array) -> (its tracer, its buffer)
         # ids of Vars known to hold only finite numbers: small constants and their broadcasts or
         # reshapes. Reverse mode skips its zero-cotangent masks for such partials (is_finite).
         self.finite: set[int] = set()
@@ -152,12 +152,15 @@ class Trace:
         if isinstance(x, Array):
             key = id(x)
             hit = self._const_cache.get(key)
-            if hit is not None and hit._val is not None and hit._val is x._value:
-                return hit
-            t = self.constant(x._concrete("a constant of a trace"))
-            self._const_cache[key] = t
+            if hit is not None and hit[1] is x._value:
+                return hit[0]
+            value = x._concrete("a constant of a trace")
+            if not x._owned:
+                value = _frozen_copy(value)  # memory the caller can still write
+            t = self.constant(value)
+            self._const_cache[key] = (t, x._value)
             return t
-        return self.constant(np.asarray(x, dtype=dtypes.dtype_of_value(x)))
+        return self.constant(_frozen_copy(np.asarray(x, dtype=dtypes.dtype_of_value(x))))
 
     def constant(self, value: np.ndarray) -> Tracer:
         (out,) = self.add_eqn(lookup("constant"), [], {"value": value}, user_frame_line())
@@ -172,8 +175,8 @@ class Trace:
                 cons = _cons_key(prim, ins, params)
                 if cons is not None:
                     hit = self._consed.get(cons)
-                    if hit is not None:
-                        return list(hit)
+                    if hit is not None:  # the recorded value, created at this line
+                        return [Tracer(self, t._var, t._val, source, t._args) for t in hit]
                 else:
                     cons = False  # input-free, but not worth a key (a large constant)
         in_types = [t.aval for t in ins]
@@ -220,6 +223,15 @@ _CONSABLE = frozenset({"constant", "iota", "broadcast_in_dim", "reshape", "conve
 
 # Constants up to this many elements are keyed by their bytes; larger ones are recorded each time.
 _CONS_CONSTANT_LIMIT = 64
+
+
+def _frozen_copy(value: np.ndarray) -> np.ndarray:
+    """A read-only copy of a constant taken from the caller's memory (a NumPy array, or an Array
+    sharing the caller's buffer): the caller may write that memory after the trace took the
+    value (JAX likewise copies it to the device); the program keeps the value it had."""
+    out = np.array(value, copy=True)
+    out.flags.writeable = False
+    return out
 
 
 def _cons_key(prim, ins: list, params: dict):

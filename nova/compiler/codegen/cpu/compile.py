@@ -447,7 +447,9 @@ class BackgroundCompile:
             self.pid = _fork_worker(run)
 
     def done(self) -> bool:
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            return False  # another thread is in wait()
+        try:
             if self._finished or self.pid is None:
                 return True
             try:
@@ -458,6 +460,8 @@ class BackgroundCompile:
                 return False
             self.pid = None
             return True
+        finally:
+            self._lock.release()
 
     def wait(self) -> None:
         with self._lock:

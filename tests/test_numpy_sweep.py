@@ -333,3 +333,33 @@ def test_nan_to_num_and_shifts():
     np.testing.assert_array_equal(jnp.asarray(u) >> 3, u >> 3)
     with pytest.raises(TypeError, match="integer"):
         jnp.left_shift(np.ones(2, np.float32), 1)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_eager_python_scalar_operands_keep_the_float_arrays_dtype(dtype):
+    """Eager `x op scalar` and `scalar op x` fill the scalar to the array's shape and dtype
+    (the fast path of weak typing), with JAX's results and dtypes in either order."""
+    import jax
+    import jax.numpy as jjnp
+
+    with jax.enable_x64(True):
+        _check_scalar_operands(dtype, jjnp)
+
+
+def _check_scalar_operands(dtype, jjnp):
+    x_np = np.array([[0.5, -1.25, 3.0]], np.float32).astype(jnp.dtype(dtype))
+    x = jnp.asarray(x_np)
+    jx = jjnp.asarray(x_np)
+    cases = [lambda a: a + 1.0, lambda a: 1.0 - a, lambda a: 2 * a, lambda a: a / 4,
+             lambda a: 3 ** a, lambda a: a ** 2, lambda a: jnp.maximum(a, 0.75) if a is x
+             else jjnp.maximum(a, 0.75)]
+    for f in cases:
+        got, want = f(x), f(jx)
+        assert got.dtype == want.dtype, (dtype, got.dtype, want.dtype)
+        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                                   rtol=1e-2 if dtype in ("float16", "bfloat16") else 1e-6)
+    i = jnp.asarray(np.array([1, 2], np.int32))  # integer arrays keep the general rule
+    assert (i + 1.0).dtype == np.float32  # the default float, as JAX without x64
+    y = x + 1.0
+    np.asarray(y)[...] = 0  # the filled operand is its own buffer: x is unchanged
+    np.testing.assert_array_equal(np.asarray(x), x_np)

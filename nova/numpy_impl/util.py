@@ -112,6 +112,27 @@ def broadcast_to(x: Array, shape) -> Array:
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
+def _eager_scalar_operand(a, b) -> list | None:
+    """[a, b] for eager `x + 1.0` / `2 * x` on the host, the Python scalar filled to the float
+    array's shape and dtype (weak typing keeps the array's dtype), or None: general promotion
+    and broadcasting were half of such a call's time."""
+    if type(a) is Array:
+        x, s, first = a, b, True
+    elif type(b) is Array:
+        x, s, first = b, a, False
+    else:
+        return None
+    if type(s) not in (float, int) or x._deleted or current_trace() is not None:
+        return None
+    aval = x.aval
+    if not dtypes.is_float(aval.dtype):
+        return None
+    out = np.empty(aval.shape, aval.dtype)
+    out[...] = s
+    filled = Array(out, owned=True)
+    return [x, filled] if first else [filled, x]
+
+
 def promote(name: str, *args, to_inexact: bool = False) -> list[Array]:
     """Promotes to one dtype (Python scalars weakly typed) and broadcasts to one shape."""
     first = args[0] if args else None
@@ -120,6 +141,10 @@ def promote(name: str, *args, to_inexact: bool = False) -> list[Array]:
         if all(isinstance(a, Array) and a.aval == aval for a in args) and \
                 (not to_inexact or dtypes.is_float(aval.dtype)):
             return list(args)
+    if len(args) == 2:
+        filled = _eager_scalar_operand(*args)
+        if filled is not None:
+            return filled
     for a in args:
         if isinstance(a, str) or a is None:
             raise TypeError(f"{name}: unsupported operand type {type(a).__name__}{where_am_i()}")

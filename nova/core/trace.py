@@ -179,19 +179,27 @@ class Trace:
                         return [Tracer(self, t._var, t._val, source, t._args) for t in hit]
                 else:
                     cons = False  # input-free, but not worth a key (a large constant)
-        in_types = [t.aval for t in ins]
-        out_types = _check_shape_rule(prim, in_types, params, source)
+        in_vars = [t._var for t in ins]
+        out_types = _check_shape_rule(prim, [v.type for v in in_vars], params, source)
         outs = [Var(t) for t in out_types]
         vals = [None] * len(outs)
         if self.concrete:
             vals = evaluate(prim, [t._val for t in ins], params, out_types)
-        args = frozenset().union(*(t._args for t in ins)) if ins else frozenset()
-        self.eqns.append(Eqn(prim, [t._var for t in ins], params, outs, source, self.stage))
-        if prim.name in _FINITE_KEEPING and id(ins[0]._var) in self.finite:
+        # The argument names the result derives from (for messages): usually one set shared.
+        args = _NO_ARGS
+        for t in ins:
+            a = t._args
+            if a and a is not args:
+                args = a if not args else args | a
+        self.eqns.append(Eqn(prim, in_vars, params, outs, source, self.stage))
+        if prim.name in _FINITE_KEEPING and id(in_vars[0]) in self.finite:
             self.finite.add(id(outs[0]))
         elif prim.name == "constant" and _small_and_finite(params["value"]):
             self.finite.add(id(outs[0]))
-        result = [self._make(v, val, source, args) for v, val in zip(outs, vals, strict=True)]
+        if len(outs) == 1:
+            result = [self._make(outs[0], vals[0], source, args)]
+        else:
+            result = [self._make(v, val, source, args) for v, val in zip(outs, vals, strict=True)]
         if cons is not None:
             self._input_free.update(id(v) for v in outs)
             if cons is not False:
@@ -206,6 +214,8 @@ class Trace:
         outs = [self.lift(o)._var for o in outputs]
         return Program(list(self.inputs), list(self.eqns), outs, list(self.input_names))
 
+
+_NO_ARGS = frozenset()
 
 # Primitives whose result holds only values of their (first) input.
 _FINITE_KEEPING = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze",
@@ -370,7 +380,7 @@ def bind(prim: Primitive, *args, **params):
                     if isinstance(a, Array) and np.may_share_memory(o, v):
                         a._owned = False
     else:
-        ins = [trace.lift(a) for a in args]
+        ins = [a if type(a) is Tracer and a._trace is trace else trace.lift(a) for a in args]
         outs = trace.add_eqn(prim, ins, params, user_frame_line())
     return outs if prim.multiple_results else outs[0]
 

@@ -715,9 +715,7 @@ class JitFunction:
         if hit is not None:
             self._info.hits += 1
             return hit
-        self._info.misses += 1
-        reason = "first call" if self._last_sig is None else _describe_change(self._last_sig, sig)
-        self._info.miss_reasons.append(reason)
+        reason = self._record_miss(sig)
         t0 = time.perf_counter()
         with _gc_paused(), (populating_arenas() if for_call else contextlib.nullcontext()):
             traced = self._traced.pop(key, None) or self._trace_sig(sig, args, kwargs)
@@ -751,6 +749,13 @@ class JitFunction:
         self._donate_inputs(leaves, sig)
         return tree_unflatten(compiled.out_tree, outs)
 
+    def _record_miss(self, sig) -> str:
+        """Counts a cache miss for sig; its reason (what changed since the last signature)."""
+        self._info.misses += 1
+        reason = "first call" if self._last_sig is None else _describe_change(self._last_sig, sig)
+        self._info.miss_reasons.append(reason)
+        return reason
+
     def _traced_for(self, sig, args, kwargs) -> Traced:
         """The traced Program for sig (traced on a miss, not compiled: the outer trace's
         compile covers it)."""
@@ -760,9 +765,7 @@ class JitFunction:
         if traced is not None:
             self._info.hits += 1
             return traced
-        self._info.misses += 1
-        reason = "first call" if self._last_sig is None else _describe_change(self._last_sig, sig)
-        self._info.miss_reasons.append(reason)
+        self._record_miss(sig)
         traced = self._traced[key] = self._trace_sig(sig, args, kwargs)
         self._last_sig = sig
         return traced

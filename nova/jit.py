@@ -715,7 +715,8 @@ class JitFunction:
         if hit is not None:
             self._info.hits += 1
             return hit
-        reason = self._record_miss(sig)
+        # Traced already (called inside another trace first): that miss was counted then.
+        reason = "traced inside another trace" if key in self._traced else self._record_miss(sig)
         t0 = time.perf_counter()
         with _gc_paused(), (populating_arenas() if for_call else contextlib.nullcontext()):
             traced = self._traced.pop(key, None) or self._trace_sig(sig, args, kwargs)
@@ -771,11 +772,18 @@ class JitFunction:
         return traced
 
     def _inline(self, trace: Trace, sig, leaves, args, kwargs):
-        """Inside another transform, replays the traced Program into the current trace: as
-        traced, not optimized (the compiler's passes drop stop_gradient, which an outer grad
-        must still see; JAX likewise inlines the jaxpr)."""
+        """Inside another transform, replays this function's Program into the current trace.
+
+        Inside an abstract trace (an outer jit) the traced Program, not compiled here: the
+        outer compile optimizes it whole (JAX likewise inlines the jaxpr). Inside a concrete
+        trace (eager grad, vjp, jvp) the optimized Program, whose fused operations (flash
+        attention) evaluate ~25x faster op by op than their decomposition, unless the traced
+        Program holds a stop_gradient: the passes drop it, and the outer transform must see
+        it (then the traced Program)."""
         traced = self._traced_for(sig, args, kwargs)
         p = traced.program
+        if trace.concrete and not any(e.prim.name == "stop_gradient" for e in p.eqns):
+            p = self._compiled_for(sig, args, kwargs).program
         env = {id(v): trace.lift(x if isinstance(x, Array) else Array(_value_of(x, v.type)))
                for v, x in zip(p.inputs, leaves, strict=True)}
         for e in p.eqns:
@@ -800,6 +808,7 @@ class JitFunction:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._traced.clear()
         self._last_sig = None
         self._info = CacheInfo()
 

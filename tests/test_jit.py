@@ -420,3 +420,55 @@ def test_a_numpy_array_changed_after_the_trace_took_it_keeps_its_value():
     np.testing.assert_array_equal(np.asarray(first), [1, 1, 1])
     np.testing.assert_array_equal(np.asarray(fresh), [1, 1, 1])
     np.testing.assert_array_equal(np.asarray(changed), [6, 6, 6])
+
+
+def test_a_jitted_function_inside_other_traces_counts_and_clears_like_a_call():
+    """Traced inside another trace first, then called: one miss; clear_cache forgets the traced
+    program too (a changed global is seen afterwards, as by a fresh trace); found by review."""
+    scale = [2.0]
+    k = nova.jit(lambda x: x * scale[0])
+    x = jnp.asarray(np.array([1.0, 2.0, 3.0], np.float32))
+    np.testing.assert_allclose(np.asarray(nova.jit(lambda x: jnp.sum(k(x)))(x)), 12.0)
+    np.testing.assert_allclose(np.asarray(k(x)), [2, 4, 6])
+    info = k.cache_info()
+    assert info.misses == 1 and info.miss_reasons == ["first call"], info
+    scale[0] = 5.0
+    k.clear_cache()
+    np.testing.assert_allclose(np.asarray(nova.grad(lambda x: jnp.sum(k(x)))(x)), [5, 5, 5])
+    np.testing.assert_allclose(np.asarray(k(x)), [5, 10, 15])
+
+
+def test_eager_grad_of_a_jitted_function_runs_its_optimized_program_unless_it_stops_gradients():
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    plain = nova.jit(lambda w: jnp.sum(jnp.tanh(w) * w))
+    stopped = nova.jit(lambda w: jnp.sum(nova.lax.stop_gradient(jnp.tanh(w)) * w))
+    np.testing.assert_allclose(np.asarray(nova.grad(plain)(x)),
+                               np.tanh(x) + x * (1 - np.tanh(x) ** 2), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(nova.grad(stopped)(x)), np.tanh(x), rtol=1e-5)
+    assert plain.cache_info().size == 1  # compiled: its fused program replayed eagerly
+    assert stopped.cache_info().size == 0  # replayed as traced, stop_gradient kept
+
+
+def test_a_large_closed_over_numpy_array_is_one_constant_however_often_it_is_used():
+    big = np.arange(100_000, dtype=np.float32)
+
+    def f(x):
+        s = x
+        for _ in range(8):
+            s = s + jnp.sum(big)
+        return s
+
+    prog = nova.jit(f).trace(np.float32(1)).program
+    large = [e for e in prog.eqns if e.prim.name == "constant" and e.params["value"].size > 64]
+    assert len(large) == 1
+    np.testing.assert_allclose(np.asarray(nova.jit(f)(np.float32(1))),
+                               1 + 8 * float(np.sum(big, dtype=np.float64)), rtol=1e-5)
+
+
+def test_eager_and_jitted_scalar_operands_refuse_the_same_huge_integers():
+    x = jnp.asarray(np.ones(3, np.float32))
+    with pytest.raises((TypeError, OverflowError)):
+        x + 2**70
+    with pytest.raises((TypeError, OverflowError)):
+        nova.jit(lambda x: x + 2**70)(x)
+    np.testing.assert_array_equal(np.asarray(x + 2**40), np.float32(2**40 + 1))

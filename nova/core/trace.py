@@ -113,7 +113,7 @@ class Trace:
         self.tracers: dict[int, Tracer] = {}  # id(var) -> the tracer standing for it
         self.active = True
         self.stage = "fwd"  # reverse mode records its equations as "bwd"
-        self._const_cache: dict[int, tuple] = {}  # id(Array) -> (its tracer, its buffer)
+        self._const_cache: dict[int, tuple] = {}  # id(buffer) -> (its tracer, the buffer)
         # ids of Vars known to hold only finite numbers: small constants and their broadcasts or
         # reshapes. Reverse mode skips its zero-cotangent masks for such partials (is_finite).
         self.finite: set[int] = set()
@@ -150,17 +150,20 @@ class Trace:
                 "(e.g. in a global or a closure)."
             )
         if isinstance(x, Array):
-            key = id(x)
-            hit = self._const_cache.get(key)
-            if hit is not None and hit[1] is x._value:
-                return hit[0]
-            value = x._concrete("a constant of a trace")
-            if not x._owned:
-                value = _frozen_copy(value)  # memory the caller can still write
-            t = self.constant(value)
-            self._const_cache[key] = (t, x._value)
-            return t
-        return self.constant(_frozen_copy(np.asarray(x, dtype=dtypes.dtype_of_value(x))))
+            value, owned = x._concrete("a constant of a trace"), x._owned
+        else:
+            value, owned = np.asarray(x, dtype=dtypes.dtype_of_value(x)), False
+        if not owned and value.size <= _CONS_CONSTANT_LIMIT:
+            return self.constant(_frozen_copy(value))  # memory the caller can still write
+        # A large buffer is taken by reference, once per trace however many Arrays wrap it (a
+        # copy per use of a closed-over 256 MiB array took seconds and gigabytes): changing a
+        # NumPy array while a trace runs is not supported.
+        hit = self._const_cache.get(id(value))
+        if hit is not None and hit[1] is value:
+            return hit[0]
+        t = self.constant(value)
+        self._const_cache[id(value)] = (t, value)
+        return t
 
     def constant(self, value: np.ndarray) -> Tracer:
         (out,) = self.add_eqn(lookup("constant"), [], {"value": value}, user_frame_line())
@@ -236,9 +239,10 @@ _CONS_CONSTANT_LIMIT = 64
 
 
 def _frozen_copy(value: np.ndarray) -> np.ndarray:
-    """A read-only copy of a constant taken from the caller's memory (a NumPy array, or an Array
-    sharing the caller's buffer): the caller may write that memory after the trace took the
-    value (JAX likewise copies it to the device); the program keeps the value it had."""
+    """A read-only copy of a small constant taken from the caller's memory (a NumPy array, or
+    an Array sharing the caller's buffer): the caller may write that memory after the trace took
+    the value (JAX copies every such value to the device); the program keeps the value it had,
+    and a fresh array with the same bytes, recorded once per trace, does not see the change."""
     out = np.array(value, copy=True)
     out.flags.writeable = False
     return out

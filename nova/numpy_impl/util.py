@@ -122,7 +122,12 @@ def _eager_scalar_operand(a, b) -> list | None:
         x, s, first = b, a, False
     else:
         return None
-    if type(s) not in (float, int) or x._deleted or current_trace() is not None:
+    if type(s) is int:
+        if not -(2**63) <= s < 2**63:  # the general path's OverflowError, as JAX's
+            return None
+    elif type(s) is not float:
+        return None
+    if x._deleted or current_trace() is not None:
         return None
     aval = x.aval
     if not dtypes.is_float(aval.dtype):

@@ -123,7 +123,7 @@ def _eager_scalar_operand(a, b) -> list | None:
     else:
         return None
     if type(s) is int:
-        if not -(2**63) <= s < 2**63:  # the general path's OverflowError, as JAX's
+        if not -(2**63) <= s < 2**63:  # refused by the general path, as under jit
             return None
     elif type(s) is not float:
         return None

@@ -783,7 +783,9 @@ class JitFunction:
         traced = self._traced_for(sig, args, kwargs)
         p = traced.program
         if trace.concrete and not any(e.prim.name == "stop_gradient" for e in p.eqns):
-            p = self._compiled_for(sig, args, kwargs).program
+            # (counted once above: compiling a program traced there is no second miss)
+            compiled = self._cache.get(sig.key()) or self._compiled_for(sig, args, kwargs)
+            p = compiled.program
         env = {id(v): trace.lift(x if isinstance(x, Array) else Array(_value_of(x, v.type)))
                for v, x in zip(p.inputs, leaves, strict=True)}
         for e in p.eqns:

@@ -472,3 +472,12 @@ def test_eager_and_jitted_scalar_operands_refuse_the_same_huge_integers():
     with pytest.raises((TypeError, OverflowError)):
         nova.jit(lambda x: x + 2**70)(x)
     np.testing.assert_array_equal(np.asarray(x + 2**40), np.float32(2**40 + 1))
+
+
+def test_eager_grad_of_a_jitted_function_counts_one_lookup_per_call():
+    k = nova.jit(lambda w: jnp.sum(jnp.sin(w) * w))
+    x = np.array([0.5, -1.0], np.float32)
+    for _ in range(3):
+        nova.grad(k)(x)
+    info = k.cache_info()
+    assert (info.misses, info.hits, info.size) == (1, 2, 1), info

@@ -241,7 +241,8 @@ _background: dict[str, tuple] = {}
 _background_lock = threading.Lock()
 
 # Kernel kinds built ahead of the rest of their program (the largest texts: the flash attention
-# kernels and GEMMs were 0.9 of the tiny GPT-2 step's 1.7 s of LLVM time; bench/NOTES.md round 11).
+# kernels and the generic GEMM took ~0.7 of the tiny GPT-2 step's 1.7 s of LLVM CPU time;
+# bench/NOTES.md round 11).
 _EARLY_KINDS = ("attention", "contraction")
 
 

@@ -167,6 +167,11 @@ CHECKS = [
     Case("batched_matmul", lambda x, w: x @ w, (S((3, 64, 32), f32), S((3, 32, 48), f32)),
          tol=1e-5),
     Case("matmul_bf16", lambda x, w: x @ w, (S((64, 64), bf16), S((64, 128), bf16)), tol=1e-2),
+    # m16n8k16 fragments on hardware: tile and K-slice edges, operands transposed in memory.
+    Case("matmul_bf16_edges_nt", lambda x, w: x @ w.T, (S((70, 40), bf16), S((130, 40), bf16)),
+         tol=1e-2),
+    Case("matmul_f16_tn_bias", lambda x, w, b: jnp.tensordot(x, w, axes=([0], [0])) + b,
+         (S((48, 64), np.float16), S((48, 24), np.float16), S((24,), np.float16)), tol=5e-3),
     Case("mlp_sgd_step", _mlp_step,
          (S((256, 1024), f32), S((1024,), f32), S((1024, 512), f32), S((512,), f32),
           S((256,), f32), S((512, 256), f32), S((512,), np.int32)), tol=1e-4, ints=((6, 512),)),

@@ -457,12 +457,65 @@ def test_mma_operands_keep_vector_order():
     assert regs(d) == [stored[i] for i in range(4)]
 
 
-def test_tf32_only_for_float32():
-    fused = _fused(lambda x, w: x @ w, [S((64, 64), bf16), S((64, 64), bf16)])
-    (parts,) = backend_cuda.compile_kernels(fused, "cuda:sm_90", "tf32").values()
-    assert "mma.sync" not in parts[0][1]["ptx"]
+@pytest.mark.parametrize("dtype,precision,schedule,instruction", [
+    (f32, "highest", "simt", None),
+    (f32, "tf32", "tf32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+    (bf16, "highest", "bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+    (bf16, "tf32", "bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+    (np.float16, "highest", "f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    (np.float64, "tf32", "simt", None),
+])
+def test_contraction_schedule_per_dtype(dtype, precision, schedule, instruction):
+    """TF32 tensor cores only for float32 at precision "tf32"; 16-bit operands always use the
+    m16n8k16 tensor-core instruction of their type (exact products, float32 accumulators)."""
+    fused = _fused(lambda x, w: x @ w, [S((64, 64), dtype), S((64, 64), dtype)])
+    (parts,) = backend_cuda.compile_kernels(fused, "cuda:sm_90", precision).values()
+    ptx = parts[0][1]["ptx"]
     (k,) = fused.kernels
-    assert k.schedule["gpu_schedule"] == "simt"
+    assert k.schedule["gpu_schedule"] == schedule
+    if instruction is None:
+        assert "mma.sync" not in ptx
+    else:
+        assert instruction in ptx
+
+
+def _half_gemm_cases():
+    mm = lambda x, w: x @ w  # noqa: E731
+    cases = []
+    for dt in (bf16, np.float16):
+        tag = "bf16" if dt is bf16 else "f16"
+        cases += [
+            (f"{tag}_nn_vector", mm, [S((128, 64), dt), S((64, 256), dt)]),
+            (f"{tag}_nn_edges", mm, [S((70, 33), dt), S((33, 130), dt)]),
+            (f"{tag}_nt", lambda x, w: x @ w.T, [S((96, 72), dt), S((40, 72), dt)]),
+            (f"{tag}_tn", lambda x, w: jnp.tensordot(x, w, axes=([0], [0])),
+             [S((48, 64), dt), S((48, 24), dt)]),
+            (f"{tag}_tt_odd", lambda x, w: jnp.tensordot(x, w, axes=([0], [1])),
+             [S((19, 40), dt), S((24, 19), dt)]),
+            (f"{tag}_batched_bias_gelu",
+             lambda x, w, b: F.gelu((x @ w + b).astype(f32), approximate=True),
+             [S((3, 40, 48), dt), S((3, 48, 72), dt), S((72,), dt)]),
+        ]
+    return cases
+
+
+@pytest.mark.parametrize("name,fn,specs", _half_gemm_cases(),
+                         ids=[c[0] for c in _half_gemm_cases()])
+def test_simulated_16_bit_tensor_core_gemms(name, fn, specs):
+    """f16/bf16 GEMMs on m16n8k16 fragments, run by the simulator: both operand layouts (16-byte
+    vectors along k or along the free dimension, or scalars where a dimension is not a multiple
+    of 8), tile edges, K slices with a remainder, batches and a fused epilogue, against the
+    reference interpreter (float32 accumulation, the result rounded once)."""
+    got, want = _simulate_program(fn, specs, "highest", seed=3)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        # A few units in the last place of the 16-bit type: the accumulation order differs, so
+        # a rounding to 16 bits can land one unit off, and the epilogue rounds a second time
+        # (bias added in float16) before GELU. A misplaced fragment is off by O(1).
+        ulp = 2.0 ** -7 if "bf16" in name else 2.0 ** -10
+        tol = 4 * ulp * np.abs(w64) + 1e-6 * np.abs(w64).max()
+        assert np.all(np.abs(g64 - w64) <= tol), name
 
 
 def test_cross_compile_through_jit_then_cache_hit_without_mlir(monkeypatch):

@@ -5,10 +5,12 @@ times (batch, k, n) or (batch, n, k); batch = grid z, folded into grid x beyond 
 Each block computes a BM x BN tile of C, stepping K by BK through shared memory (staging.py),
 with the next K slice loaded into registers while the current one is multiplied (one buffer,
 two barriers per step). Inner schedules (mma.py): "tf32" (float32 operands, matmul precision
-"tf32") on tensor cores, and "simt" (every other float dtype; FMA in float32, float64 for
-float64, the result rounded once). Tiles come from a small analytic rule: the tensor-core
-schedule uses 128 x 128 tiles (8 warps of 64 x 32) when that still gives every SM a block,
-else 64 x 64 (4 warps of 32 x 32); SIMT uses 64 x 64 with 256 threads.
+"tf32") and "f16" / "bf16" (float16 / bfloat16 operands at any precision: their products are
+exact in the float32 accumulator) on tensor cores, and "simt" (float32 at precision "highest",
+float64; FMA in the compute type). Tiles come from a small analytic rule: the tensor-core
+schedules use 128 x 128 tiles (8 warps of 64 x 32) when that still gives every SM a block,
+else 64 x 64 (4 warps of 32 x 32), with K slices of 16 (tf32) or 32 (16-bit: the same bytes);
+SIMT uses 64 x 64 with 256 threads.
 
 The epilogue (bias, activation, residual: equations fusion put after the dot_general) is
 evaluated per output element with the loop-kernel machinery (codegen/cpu/contraction.py's
@@ -22,7 +24,7 @@ import numpy as np
 from nova.compiler.codegen.builder import Value, elem_type
 from nova.compiler.codegen.cpu.contraction import _Epilogue
 from nova.compiler.codegen.cpu.index import _NoVector, memref_type
-from nova.compiler.codegen.cuda.mma import MmaSchedule, SimtSchedule
+from nova.compiler.codegen.cuda.mma import HalfMmaSchedule, MmaSchedule, SimtSchedule
 from nova.compiler.codegen.cuda.staging import StagingMixin, Text
 from nova.compiler.kernel import gemm_layout
 from nova.compiler.kernel import Kernel
@@ -76,8 +78,12 @@ class GPUMatmul(StagingMixin):
         self.dtype = x.type.dtype
         self.ct = _compute_dtype(self.dtype)
         self.tf32 = tf32 and self.dtype == dtypes.float32
-        self.schedule = "tf32" if self.tf32 else "simt"
-        self.inner = MmaSchedule if self.tf32 else SimtSchedule
+        # 16-bit operands stay 16-bit up to the tensor cores (raw bit patterns in shared memory).
+        self.half = self.dtype in (dtypes.float16, dtypes.bfloat16)
+        self.mma_type = {dtypes.float16: "f16", dtypes.bfloat16: "bf16"}.get(self.dtype)
+        self.schedule = "tf32" if self.tf32 else (self.mma_type or "simt")
+        self.inner = (MmaSchedule if self.tf32 else HalfMmaSchedule if self.half
+                      else SimtSchedule)
         out = dot.outputs[0]
         (lc, _), (lb, _) = dot.params["dimension_numbers"]
         nb, nxf = len(lb), x.type.ndim - len(lc) - len(lb)
@@ -101,8 +107,9 @@ class GPUMatmul(StagingMixin):
     def _choose_tiles(self, sm_count: int) -> None:
         """The largest tensor-core tile that still gives every SM at least one block (a wave);
         SIMT: 64 x 64 tiles of 16 x 16 threads."""
-        self.BK = BK
-        if not self.tf32:
+        self.BK = 2 * BK if self.half else BK
+        self.smem_b_jk = self.half
+        if not (self.tf32 or self.half):
             self.BM = self.BN = 64
             self.threads = 256
             self.smem_a_ik = False
@@ -122,15 +129,20 @@ class GPUMatmul(StagingMixin):
         ce = elem_type(self.ct)
         smem = "#gpu.address_space<workgroup>"
         BM, BN, BK = self.BM, self.BN, self.BK
-        # Padding keeps fragment reads conflict-free and rows 16-byte aligned for vector stores.
+        # Padding keeps fragment reads conflict-free and rows 16-byte aligned for vector stores
+        # (16-bit tiles: rows of 40 halves = 20 words, so the 8 rows x 4 pairs a warp reads
+        # fall in 32 distinct banks).
         if self.tf32:
             a_shape, b_shape = (BM, BK + 4), (BK, BN + 8)
+        elif self.half:
+            a_shape, b_shape = (BM, BK + 8), (BN, BK + 8)
         else:
             a_shape, b_shape = (BK, BM + 4), (BK, BN + 4)
-        self.as_t = f"memref<{a_shape[0]}x{a_shape[1]}x{ce}, {smem}>"
-        self.bs_t = f"memref<{b_shape[0]}x{b_shape[1]}x{ce}, {smem}>"
-        self.shared_bytes = np.dtype(self.ct).itemsize * (a_shape[0] * a_shape[1]
-                                                          + b_shape[0] * b_shape[1])
+        self.se = "i16" if self.half else ce  # shared memory's element type
+        self.as_t = f"memref<{a_shape[0]}x{a_shape[1]}x{self.se}, {smem}>"
+        self.bs_t = f"memref<{b_shape[0]}x{b_shape[1]}x{self.se}, {smem}>"
+        itemsize = 2 if self.half else np.dtype(self.ct).itemsize
+        self.shared_bytes = itemsize * (a_shape[0] * a_shape[1] + b_shape[0] * b_shape[1])
         b, m, n, k = self.batch, self.m, self.n, self.k
         out_t = self.final.type
         args = [f"%a: memref<{b * m * k}x{el}>", f"%b: memref<{b * k * n}x{el}>"]

@@ -1,10 +1,19 @@
-"""The two GEMM inner schedules over shared-memory tiles: tensor-core TF32 and SIMT FMA.
+"""The GEMM inner schedules over shared-memory tiles: tensor-core TF32, tensor-core f16/bf16, and
+SIMT FMA.
 
 - MmaSchedule: warps in a WM x WN grid, each owning a (BM/WM) x (BN/WN) warp tile of m16n8k8
   `nvgpu.mma.sync` ops. Fragments follow the PTX ISA tables for m16n8k8 .tf32 (g = lane / 4,
   t = lane % 4): A a0..a3 at (g, t), (g+8, t), (g, t+4), (g+8, t+4); B b0, b1 at (t, g),
   (t+4, g); C c0..c3 at (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) -- nvgpu passes the vector
   elements in row-major order as those registers (pinned by a test).
+- HalfMmaSchedule: the same warp grid of m16n8k16 `nvvm.mma.sync` ops on float16 or bfloat16
+  operands with float32 accumulators (nvgpu's mma.sync cannot deduce bf16, so NVVM's op is used
+  for both). PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type": each 32-bit
+  register holds two consecutive k elements, the lower k in the low half. A registers a0..a3 at
+  row g (a0, a2) or g + 8 (a1, a3), k = 2t, 2t + 1 (a0, a1) or 2t + 8, 2t + 9 (a2, a3); B b0, b1
+  at column g, k = 2t, 2t + 1 and 2t + 8, 2t + 9; C as above. Both tiles sit in shared memory
+  with k innermost (As[i, k], Bs[j, k], the raw 16-bit patterns), so a register is one 32-bit
+  shared load.
 - SimtSchedule: 16 x 16 threads, each a 4 x 4 register tile at rows ty + 16r, columns tx + 16c
   (conflict-free shared-memory reads), FMA in the compute type.
 
@@ -102,3 +111,64 @@ class SimtSchedule:
         for r in range(4):
             for c in range(4):
                 yield finals[4 * r + c], self.simt_rows[r], self.simt_cols[c]
+
+
+class HalfMmaSchedule(MmaSchedule):
+    """m16n8k16 tensor-core steps for float16 / bfloat16 operands (see the module docstring)."""
+
+    def init_accs(self) -> list:
+        self.acc_type = "f32"
+        return [self.t.c("0.0", "f32")] * (4 * self.MI * self.NI)
+
+    def _register(self, smem: str, mt: str, row: str, col: str) -> str:
+        """The 32-bit register of the pair smem[row, col], smem[row, col + 1]."""
+        t = self.t
+        pair = t.op(f"vector.load {smem}[{row}, {col}] {{alignment = 4}} : {mt}, vector<2xi16>")
+        word = t.op(f"vector.bitcast {pair} : vector<2xi16> to vector<1xi32>")
+        reg = t.op(f"vector.extract {word}[0] : i32 from vector<1xi32>")
+        if self.mma_type == "f16":  # NVVM takes f16 pairs as vector<2xf16>
+            reg = t.op(f"llvm.bitcast {reg} : i32 to vector<2xf16>")
+        return reg
+
+    def steps(self, accs: list) -> list:
+        t = self.t
+        accs = list(accs)
+        two_t = t.mul(self.tt, 2)
+        opt = "vector<2xf16>" if self.mma_type == "f16" else "i32"
+        struct = "!llvm.struct<(f32, f32, f32, f32)>"
+        for ks in range(self.BK // 16):
+            k0 = t.add(two_t, t.c(ks * 16)) if ks else two_t
+            k8 = t.add(k0, t.c(8))
+            fa = []
+            for mi in range(self.MI):
+                r0 = t.add(self.wm0, t.c(mi * 16), self.g)
+                r8 = t.add(r0, t.c(8))
+                fa.append([HalfMmaSchedule._register(self, "%As", self.as_t, r, k)
+                           for r, k in ((r0, k0), (r8, k0), (r0, k8), (r8, k8))])
+            fb = []
+            for ni in range(self.NI):
+                col = t.add(self.wn0, t.c(ni * 8), self.g)
+                fb.append([HalfMmaSchedule._register(self, "%Bs", self.bs_t, col, k) for k in (k0, k8)])
+            for mi in range(self.MI):
+                for ni in range(self.NI):
+                    i = 4 * (self.NI * mi + ni)
+                    d = t.op(
+                        f"nvvm.mma.sync A[{', '.join(fa[mi])}] B[{', '.join(fb[ni])}] "
+                        f"C[{', '.join(accs[i:i + 4])}] {{layoutA = #nvvm.mma_layout<row>, "
+                        "layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = "
+                        f"#nvvm.mma_type<{self.mma_type}>, multiplicandBPtxType = "
+                        f"#nvvm.mma_type<{self.mma_type}>, shape = #nvvm.shape<m = 16, n = 8, "
+                        f"k = 16>}} : ({opt}, {opt}, f32) -> {struct}")
+                    for j in range(4):
+                        accs[i + j] = t.op(f"llvm.extractvalue {d}[{j}] : {struct}")
+        return accs
+
+    def elements(self, finals: list):
+        t = self.t
+        two_t = t.mul(self.tt, 2)
+        for mi in range(self.MI):
+            for ni in range(self.NI):
+                for j in range(4):
+                    row = t.add(self.wm0, t.c(mi * 16 + 8 * (j // 2)), self.g)
+                    col = t.add(self.wn0, t.c(ni * 8 + j % 2), two_t)
+                    yield finals[4 * (self.NI * mi + ni) + j], row, col

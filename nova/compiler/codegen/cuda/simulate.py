@@ -12,8 +12,9 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
 - `gpu.shuffle xor` exchanges lanes within each warp of 32;
 - atomics: `memref.atomic_rmw` adds every thread's value; `memref.generic_atomic_rmw` runs its
   region for one thread after another;
-- `nvgpu.mma.sync` m16n8k8 assembles each warp's fragments with the PTX ISA layout (see
-  codegen/cuda/matmul.py) and multiplies in float32.
+- `nvgpu.mma.sync` m16n8k8 (tf32) and `nvvm.mma.sync` m16n8k16 (f16, bf16) assemble each warp's
+  fragments with the PTX ISA layout (see codegen/cuda/mma.py) and multiply in float64, adding
+  the float32 accumulator once (the hardware's accumulation order is not modelled).
 
 What it cannot check: races, the mapping of nvgpu's vector operands to PTX registers, and
 anything about real hardware (timing, the driver, PTX itself).
@@ -179,6 +180,14 @@ class _Sim:
             out = self.run_cas(op, mask)
         elif name == "memref.get_global":
             out = self.globals[ir.FlatSymbolRefAttr(op.attributes["name"]).value]
+        elif name == "nvvm.mma.sync":
+            out = self._mma16(op, ins)
+        elif name == "llvm.extractvalue":
+            pos = list(ir.DenseI64ArrayAttr(op.attributes["position"]))
+            out = ins[0][(slice(None), *pos)]
+        elif name == "llvm.bitcast":  # i32 -> vector<2xf16> (the f16 mma operands)
+            out = np.ascontiguousarray(ins[0]).view(_NP[_elem(res_t)]).reshape(
+                (self.T, *getattr(res_t, "shape", ())))
         elif name == "scf.if":
             return self.run_if(op, ins[0], mask)
         elif name == "scf.for":
@@ -342,6 +351,46 @@ class _Sim:
             for j in range(2):
                 out[..., h, j] = D[:, g + 8 * h, 2 * t + j]
         return out.reshape(self.T, 2, 2)
+
+
+    def _mma16(self, op, ins):
+        """nvvm.mma.sync m16n8k16 (f16 or bf16 operands, f32 accumulators), fragments in the PTX
+        ISA layout (see codegen/cuda/mma.py); the result struct as an array of 4 per thread."""
+        shape = str(op.attributes["shape"])
+        kind = str(op.attributes["multiplicandAPtxType"])
+        if "k = 16" not in shape or "m = 16" not in shape or "n = 8" not in shape:
+            raise NotImplementedError(f"simulate: nvvm.mma.sync of shape {shape}")
+
+        def pair(r):  # a register -> its two values (low half first) in float64
+            if r.dtype == np.float16:
+                return r.astype(np.float64)
+            bits = r.astype(np.int32).view(np.uint32)
+            halves = np.stack([bits & 0xFFFF, bits >> 16], axis=-1).astype(np.uint32)
+            if "bf16" in kind:
+                return (halves << 16).view(np.float32).astype(np.float64)
+            if "f16" in kind:
+                return halves.astype(np.uint16).view(np.float16).astype(np.float64)
+            raise NotImplementedError(f"simulate: nvvm.mma.sync of {kind}")
+
+        w = self.T // 32
+        lane = np.arange(32)
+        g, t = lane // 4, lane % 4
+        a = [pair(r).reshape(w, 32, 2) for r in ins[:4]]
+        b = [pair(r).reshape(w, 32, 2) for r in ins[4:6]]
+        c = [r.reshape(w, 32) for r in ins[6:10]]
+        A = np.zeros((w, 16, 16))
+        Bm = np.zeros((w, 16, 8))
+        for i in range(4):
+            for h in range(2):
+                A[:, g + 8 * (i % 2), 2 * t + 8 * (i // 2) + h] = a[i][..., h]
+        for i in range(2):
+            for h in range(2):
+                Bm[:, 2 * t + 8 * i + h, g] = b[i][..., h]
+        D = np.matmul(A, Bm)
+        out = np.empty((w, 32, 4), np.float32)
+        for j in range(4):
+            out[..., j] = (D[:, g + 8 * (j // 2), 2 * t + j % 2] + c[j]).astype(np.float32)
+        return out.reshape(self.T, 4)
 
 
 def simulate(module_text: str, entry: str, grid, block, args: list) -> None:

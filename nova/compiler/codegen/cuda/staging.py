@@ -1,11 +1,12 @@
 """GEMM tiles from global to shared memory, and the small text emitter the GEMM generator uses.
 
 Each thread copies its share of the A (BM x BK) and B (BK x BN) tiles. Along an operand's
-contiguous memory dimension the copy uses 4-wide float32 vectors (`ld.global.v4`) when that
-dimension and the tile edge are multiples of 4 (so a vector is either wholly inside the matrix or
-wholly outside); other dtypes and layouts copy element by element. Elements outside the matrix
-read as 0. Operands are converted to the compute type on the way (bf16/f16 widened; TF32
-rounding for the tensor-core schedule). `stage_loads` and `stage_stores` are separate so the
+contiguous memory dimension the copy uses 16-byte vectors (`ld.global.v4` of 4 float32 or 8
+16-bit values) when that dimension and the tile edge are multiples of the width (so a vector is
+either wholly inside the matrix or wholly outside); other dtypes and layouts copy element by
+element. Elements outside the matrix read as 0. Operands are converted to the compute type on
+the way (bf16/f16 widened for SIMT; TF32 rounding for the TF32 schedule), except for the 16-bit
+tensor-core schedules, which keep the raw 16-bit patterns. `stage_loads` and `stage_stores` are separate so the
 next tile can be loaded into registers while the current one is multiplied.
 """
 
@@ -60,7 +61,8 @@ class Text:
 
 class StagingMixin:
     """Needs: t (Text), dtype, tf32, tid, threads, BM, BN, BK, m, n, k, batch, a_trans, b_trans,
-    row0, col0, abase, bbase, as_t, bs_t, smem_a_ik (As indexed [i, k] rather than [k, i])."""
+    row0, col0, abase, bbase, as_t, bs_t, se (shared element type), half (16-bit tensor cores),
+    smem_a_ik (As indexed [i, k] rather than [k, i]), smem_b_jk (Bs indexed [j, k])."""
 
     def _operands(self):
         """Per operand (A, B): memref, flat base of the batch, the tile's origin along the free
@@ -70,10 +72,14 @@ class StagingMixin:
                 ("%b", self.bbase, self.col0, self.n, self.BN, not self.b_trans))
 
     def vector_width(self, free_size: int, tile_free: int, contig_is_k: bool) -> int:
-        if self.dtype != dtypes.float32:
+        if self.dtype == dtypes.float32:
+            w = 4
+        elif self.half:
+            w = 8
+        else:
             return 1
         dim, tile = (self.k, self.BK) if contig_is_k else (free_size, tile_free)
-        return 4 if dim % 4 == 0 and tile % 4 == 0 else 1
+        return w if dim % w == 0 and tile % w == 0 else 1
 
     def stage_loads(self, k0: str) -> list:
         """Loads this thread's share of both tiles at k offset k0 (into registers); the result is
@@ -104,10 +110,9 @@ class StagingMixin:
 
     def _split(self, val, kl, fl, contig_is_k, v):
         t = self.t
-        ce = elem_type(self.ct)
         out = []
         for j in range(v):
-            x = t.op(f"vector.extract {val}[{j}] : {ce} from vector<{v}x{ce}>")
+            x = t.op(f"vector.extract {val}[{j}] : {self.se} from vector<{v}x{self.se}>")
             off = t.add(kl if contig_is_k else fl, t.c(j)) if j else (kl if contig_is_k else fl)
             out.append((off, fl, x) if contig_is_k else (kl, off, x))
         return out
@@ -117,13 +122,13 @@ class StagingMixin:
         for which, elems, v, (kl, fl, val), contig_is_k in pending:
             mt = self.as_t if which == "a" else self.bs_t
             smem = "%As" if which == "a" else "%Bs"
-            # As is [i, k] for the tensor-core schedule, [k, i] otherwise; Bs is always [k, j].
-            inner_is_k = which == "a" and self.smem_a_ik
+            # As is [i, k] for the tensor-core schedules, [k, i] otherwise; Bs is [j, k] for the
+            # 16-bit tensor-core schedules, [k, j] otherwise.
+            inner_is_k = self.smem_a_ik if which == "a" else self.smem_b_jk
             pos = (lambda k_, f_: f"{f_}, {k_}") if inner_is_k else (lambda k_, f_: f"{k_}, {f_}")
             if v > 1 and inner_is_k == contig_is_k:  # the vector lies along smem's inner dimension
-                ce = elem_type(self.ct)
-                t.emit(f"vector.store {val}, {smem}[{pos(kl, fl)}] {{alignment = {4 * v}}} : {mt}, "
-                       f"vector<{v}x{ce}>")
+                t.emit(f"vector.store {val}, {smem}[{pos(kl, fl)}] {{alignment = "
+                       f"{self._itemsize() * v}}} : {mt}, vector<{v}x{self.se}>")
                 continue
             for k_, f_, x in elems:
                 t.emit(f"memref.store {x}, {smem}[{pos(k_, f_)}] : {mt}")
@@ -140,8 +145,8 @@ class StagingMixin:
         el = elem_type(self.dtype)
         mt = f"memref<{self.batch * self.k * (self.m if mem == '%a' else self.n)}x{el}>"
         ty = f"vector<{v}x{el}>" if v > 1 else el
-        text = (f"vector.load {mem}[{addr}] {{alignment = {4 * v}}} : {mt}, {ty}" if v > 1
-                else f"memref.load {mem}[{addr}] : {mt}")
+        text = (f"vector.load {mem}[{addr}] {{alignment = {self._itemsize() * v}}} : {mt}, {ty}"
+                if v > 1 else f"memref.load {mem}[{addr}] : {mt}")
         if conds:
             ok = conds[0]
             for c in conds[1:]:
@@ -153,10 +158,8 @@ class StagingMixin:
             t.emit(f"scf.yield {x} : {ty}")
             t.indent -= 2
             t.emit("} else {")
-            if v > 1:
-                zero = t.c("dense<0.0>", ty)
-            else:
-                zero = t.c("0", el) if el == "i16" else t.c("0.0", el)
+            lit = "0" if el == "i16" else "0.0"
+            zero = t.c(f"dense<{lit}>", ty) if v > 1 else t.c(lit, el)
             t.emit(f"  scf.yield {zero} : {ty}")
             t.emit("}")
             x = res
@@ -164,12 +167,19 @@ class StagingMixin:
             x = t.op(text)
         return self._widen(x, v)
 
+    def _itemsize(self) -> int:
+        return {dtypes.float16: 2, dtypes.bfloat16: 2, dtypes.float64: 8}.get(self.dtype, 4)
+
     def _widen(self, x: str, v: int) -> str:
         t = self.t
         vt = (lambda e: f"vector<{v}x{e}>") if v > 1 else (lambda e: e)
         def cst(val, e):
             return t.c(f"dense<{val}>", vt(e)) if v > 1 else t.c(val, e)
 
+        if self.half:  # the tensor cores take the 16-bit patterns as they are
+            if self.dtype == dtypes.float16:
+                return t.op(f"arith.bitcast {x} : {vt('f16')} to {vt('i16')}")
+            return x
         if self.dtype == dtypes.float16:
             return t.op(f"arith.extf {x} : {vt('f16')} to {vt('f32')}")
         if self.dtype == dtypes.bfloat16:  # bf16 bits << 16 are the float32 value (exact)

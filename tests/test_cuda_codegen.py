@@ -332,8 +332,10 @@ def test_simulated_large_tiles(name, fn, specs):
     (k,) = [k for k in fused.kernels if k.kind == "contraction"]
     (_, em), = backend_cuda.lower_kernel(k, "sm_90", "tf32", sm_count=1)
     assert (em.BM, em.BN, em.threads) == (128, 128, 256)
-    # 16-byte staging loads, except A with K = 37 (rows not 16-byte aligned): 2 per operand.
-    assert em.text.count("vector.load") == (2 if name == "odd_k" else 4) * 2  # prologue + loop
+    if name == "odd_k":  # A's rows not 16-byte aligned: staged through registers, B by vectors
+        assert em.stages == 0 and em.text.count("vector.load") == 2 * 2  # prologue + loop
+    else:  # 16-byte cp.async chunks, 2 per operand per slice: S - 1 slices ahead + the loop's
+        assert em.stages == 2 and em.text.count("nvgpu.device_async_copy") == 4 * em.stages
     got, want = _simulate_program(fn, specs, "tf32", sm_count=1)
     for g, w in zip(got, want, strict=True):
         scale = float(np.max(np.abs(w)))
@@ -479,11 +481,11 @@ def test_contraction_schedule_per_dtype(dtype, precision, schedule, instruction)
         assert instruction in ptx
 
 
-def _half_gemm_cases():
+def _tensor_core_gemm_cases():
     mm = lambda x, w: x @ w  # noqa: E731
     cases = []
-    for dt in (bf16, np.float16):
-        tag = "bf16" if dt is bf16 else "f16"
+    for dt in (bf16, np.float16, f32):
+        tag = {bf16: "bf16", np.float16: "f16", f32: "tf32"}[dt]
         cases += [
             (f"{tag}_nn_vector", mm, [S((128, 64), dt), S((64, 256), dt)]),
             (f"{tag}_nn_edges", mm, [S((70, 33), dt), S((33, 130), dt)]),
@@ -499,23 +501,48 @@ def _half_gemm_cases():
     return cases
 
 
-@pytest.mark.parametrize("name,fn,specs", _half_gemm_cases(),
-                         ids=[c[0] for c in _half_gemm_cases()])
-def test_simulated_16_bit_tensor_core_gemms(name, fn, specs):
-    """f16/bf16 GEMMs on m16n8k16 fragments, run by the simulator: both operand layouts (16-byte
-    vectors along k or along the free dimension, or scalars where a dimension is not a multiple
-    of 8), tile edges, K slices with a remainder, batches and a fused epilogue, against the
-    reference interpreter (float32 accumulation, the result rounded once)."""
-    got, want = _simulate_program(fn, specs, "highest", seed=3)
+@pytest.mark.parametrize("name,fn,specs", _tensor_core_gemm_cases(),
+                         ids=[c[0] for c in _tensor_core_gemm_cases()])
+def test_simulated_tensor_core_gemms(name, fn, specs):
+    """Tensor-core GEMMs (m16n8k16 f16/bf16, m16n8k8 TF32) run by the simulator in all four
+    operand layouts: tiles in the operands' memory order, copied by cp.async into a ring of
+    buffers where both operands take 16-byte chunks, else staged through registers (a dimension
+    not a multiple of the vector width), with tile edges, K slices with a remainder, batches and
+    a fused epilogue, against the reference interpreter."""
+    got, want = _simulate_program(fn, specs, "tf32", seed=3)
     for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape and g.dtype == w.dtype
         g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        if name.startswith("tf32"):  # 10 mantissa bits per operand, float32 output
+            assert np.max(np.abs(g64 - w64)) <= 2e-3 * np.abs(w64).max(), name
+            continue
         # A few units in the last place of the 16-bit type: the accumulation order differs, so
         # a rounding to 16 bits can land one unit off, and the epilogue rounds a second time
         # (bias added in float16) before GELU. A misplaced fragment is off by O(1).
         ulp = 2.0 ** -7 if "bf16" in name else 2.0 ** -10
         tol = 4 * ulp * np.abs(w64) + 1e-6 * np.abs(w64).max()
         assert np.all(np.abs(g64 - w64) <= tol), name
+
+
+@pytest.mark.parametrize("dtype,precision", [(f32, "tf32"), (bf16, "highest")])
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+def test_tensor_core_gemms_pipeline_cp_async(layout, dtype, precision):
+    """Every operand layout with vector-friendly sizes fills a ring of shared buffers with
+    cp.async (within the 48 KiB of static shared memory); sizes that are no multiple of the
+    vector width fall back to staging through registers."""
+    def lower(k, m=256, n=512):
+        x = S((k, m) if layout[0] == "t" else (m, k), dtype)
+        w = S((n, k) if layout[1] == "t" else (k, n), dtype)
+        def fn(a, b):
+            return jnp.matmul(a.T if layout[0] == "t" else a, b.T if layout[1] == "t" else b)
+        (k_,) = _fused(fn, [x, w]).kernels
+        ((_, em),) = backend_cuda.lower_kernel(k_, "sm_90", precision)
+        return em
+    em = lower(256)
+    assert 2 <= em.stages <= 4 and em.shared_bytes <= 48 * 1024, (em.stages, em.shared_bytes)
+    assert em.text.count("nvgpu.device_async_copy") >= 4 and "numGroups" in em.text
+    staged = lower(253, 255, 511)
+    assert staged.stages == 0 and "device_async_copy" not in staged.text
 
 
 def test_cross_compile_through_jit_then_cache_hit_without_mlir(monkeypatch):

@@ -49,15 +49,13 @@ def _dump(dump_dir: str, index: int, name: str, program: Program, tag: str) -> N
 def target_options(target: str | None) -> dict | None:
     """run_passes options for a compile target ("cuda:sm_90", ...; None: the host CPU). CUDA
     targets fuse only the attentions their flash kernels cover (dtype, head dims; the others
-    stay matmuls and softmax), and keep transposes feeding a matmul as their own kernels: the
-    CUDA GEMM reading a transposed operand in place spills registers (ptxas, sm_90) and has
-    not been timed on a GPU yet."""
+    stay matmuls and softmax). Transposes feeding a matmul fold into it on both targets (the
+    GEMMs read either layout in place; on CUDA each tile keeps its operand's memory order)."""
     if target is None or not target.startswith("cuda"):
         return None
     from nova.compiler.codegen.cuda.attention import supports
 
-    return {"attention": {"supports": supports},
-            "simplify": {"fold_operand_transposes": False}}
+    return {"attention": {"supports": supports}}
 
 
 def run_passes(program: Program, *, verify: bool | None = None,

@@ -46,7 +46,7 @@ _KEEPS_BOUNDED = {"neg", "broadcast_in_dim", "reshape", "transpose", "abs", "add
 
 def simplify(program: Program, fold_operand_transposes: bool = True) -> Program:
     """The rewrites of the module docstring; fold_operand_transposes=False keeps transposes
-    that feed a dot_general (CUDA targets, `pipeline.target_options`)."""
+    that feed a dot_general as their own equations (a pass option, for comparing the two)."""
     rw = Rewriter(program)
     uses: dict[int, int] = {}
     for e in program.eqns:

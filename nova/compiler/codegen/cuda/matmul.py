@@ -2,9 +2,12 @@
 GEMM `gpu.func`, on the operands' memory as it is (gemm_layout: (batch, m, k) or (batch, k, m)
 times (batch, k, n) or (batch, n, k); batch = grid z, folded into grid x beyond 65,535).
 
-Each block computes a BM x BN tile of C, stepping K by BK through shared memory (staging.py),
-with the next K slice loaded into registers while the current one is multiplied (one buffer,
-two barriers per step). Inner schedules (mma.py): "tf32" (float32 operands, matmul precision
+Each block computes a BM x BN tile of C, stepping K by BK through shared memory (staging.py).
+The tensor-core schedules keep each tile in its operand's memory order and, when both operands
+copy as 16-byte chunks, fill a ring of 2-4 buffers with cp.async (`nvgpu.device_async_copy`,
+sm_80+): slice kt is multiplied while the next ones are in flight, one barrier per slice
+(CUTLASS's multistage main loop). Otherwise the next slice is loaded into registers while the
+current one is multiplied (one buffer, two barriers per slice). Inner schedules (mma.py): "tf32" (float32 operands, matmul precision
 "tf32") and "f16" / "bf16" (float16 / bfloat16 operands at any precision: their products are
 exact in the float32 accumulator) on tensor cores, and "simt" (float32 at precision "highest",
 float64; FMA in the compute type). Tiles come from a small analytic rule: the tensor-core
@@ -36,6 +39,8 @@ MMA_TILES = ((128, 128, 2, 4), (64, 64, 2, 2))
 _FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
 
 
+# Static shared memory per block (CUDA's limit without the opt-in for larger dynamic sizes).
+SHARED_LIMIT = 48 * 1024
 # CUDA's limit on grid y and z.
 MAX_GRID_Z = 65535
 
@@ -108,11 +113,11 @@ class GPUMatmul(StagingMixin):
         """The largest tensor-core tile that still gives every SM at least one block (a wave);
         SIMT: 64 x 64 tiles of 16 x 16 threads."""
         self.BK = 2 * BK if self.half else BK
-        self.smem_b_jk = self.half
+        self.stage = None  # the pipeline stage index of shared-memory reads (cp.async)
         if not (self.tf32 or self.half):
             self.BM = self.BN = 64
             self.threads = 256
-            self.smem_a_ik = False
+            self.smem_a_ik = self.smem_b_jk = False
             return
         for bm, bn, wm, wn in MMA_TILES:
             blocks = -(-self.m // bm) * -(-self.n // bn) * self.batch
@@ -120,7 +125,9 @@ class GPUMatmul(StagingMixin):
                 break
         self.BM, self.BN, self.WM, self.WN = bm, bn, wm, wn
         self.threads = 32 * wm * wn
-        self.smem_a_ik = True
+        # Tiles keep their operand's memory order: k innermost where the memory is k-contiguous.
+        self.smem_a_ik = not self.a_trans
+        self.smem_b_jk = self.b_trans
 
     # --- text ----------------------------------------------------------------------------------
     def emit(self) -> str:
@@ -129,20 +136,29 @@ class GPUMatmul(StagingMixin):
         ce = elem_type(self.ct)
         smem = "#gpu.address_space<workgroup>"
         BM, BN, BK = self.BM, self.BN, self.BK
-        # Padding keeps fragment reads conflict-free and rows 16-byte aligned for vector stores
-        # (16-bit tiles: rows of 40 halves = 20 words, so the 8 rows x 4 pairs a warp reads
-        # fall in 32 distinct banks).
-        if self.tf32:
-            a_shape, b_shape = (BM, BK + 4), (BK, BN + 8)
-        elif self.half:
-            a_shape, b_shape = (BM, BK + 8), (BN, BK + 8)
+        # Padding keeps fragment reads conflict-free and rows 16-byte aligned for vector
+        # accesses. Tensor cores: a [free][k] tile has rows of 20 words (BK + 4 floats, BK + 8
+        # halves), so the 8 rows x 4 k-columns (or pairs) a warp reads fall in 32 distinct banks;
+        # a [k][free] tile has rows of free + 8 elements (8 or 4 banks apart per k).
+        if self.tf32 or self.half:
+            pad_k = 8 if self.half else 4
+            a_shape = (BM, BK + pad_k) if self.smem_a_ik else (BK, BM + 8)
+            b_shape = (BN, BK + pad_k) if self.smem_b_jk else (BK, BN + 8)
         else:
             a_shape, b_shape = (BK, BM + 4), (BK, BN + 4)
-        self.se = "i16" if self.half else ce  # shared memory's element type
-        self.as_t = f"memref<{a_shape[0]}x{a_shape[1]}x{self.se}, {smem}>"
-        self.bs_t = f"memref<{b_shape[0]}x{b_shape[1]}x{self.se}, {smem}>"
+        self.se = el if self.half else ce  # shared memory's element type (bf16 as i16 bits)
         itemsize = 2 if self.half else np.dtype(self.ct).itemsize
-        self.shared_bytes = itemsize * (a_shape[0] * a_shape[1] + b_shape[0] * b_shape[1])
+        stage_bytes = itemsize * (a_shape[0] * a_shape[1] + b_shape[0] * b_shape[1])
+        # cp.async pipeline (sm_80+): as many stages as fit in the 48 KiB of static shared
+        # memory, up to 4, when both tiles copy as 16-byte chunks; else one buffer staged through
+        # registers.
+        self.stages = 0
+        if (self.tf32 or self.half) and self.async_ready():
+            self.stages = max(2, min(4, SHARED_LIMIT // stage_bytes))
+        lead = f"{self.stages}x" if self.stages else ""
+        self.as_t = f"memref<{lead}{a_shape[0]}x{a_shape[1]}x{self.se}, {smem}>"
+        self.bs_t = f"memref<{lead}{b_shape[0]}x{b_shape[1]}x{self.se}, {smem}>"
+        self.shared_bytes = stage_bytes * max(self.stages, 1)
         b, m, n, k = self.batch, self.m, self.n, self.k
         out_t = self.final.type
         args = [f"%a: memref<{b * m * k}x{el}>", f"%b: memref<{b * k * n}x{el}>"]
@@ -170,7 +186,54 @@ class GPUMatmul(StagingMixin):
         self.cbase = t.mul(self.bz, m * n)
         self.inner.thread_coords(self)  # before the loop: the store after it uses them too
         accs = self.inner.init_accs(self)
-        kt_n = -(-k // BK)
+        if self.stages:
+            res = self._pipelined_loop(accs)
+        else:
+            res = self._staged_loop(accs)
+        self._store([f"{res}#{i}" for i in range(len(accs))])
+        return "\n".join([head] + t.consts + t.lines + ["      gpu.return", "    }"])
+
+    def _pipelined_loop(self, accs: list) -> str:
+        """The K loop over a ring of `stages` shared-memory buffers filled by cp.async: slice kt
+        is multiplied while slices kt + 1 .. kt + stages - 1 are in flight (one barrier per
+        slice). Slices past the end re-copy the last one into a buffer nobody reads (no
+        branch); TF32 operands are rounded in place by the thread that copied them."""
+        t = self.t
+        S, BK = self.stages, self.BK
+        kt_n = -(-self.k // BK)
+        chunks = self.chunks()
+        for s in range(S - 1):
+            group = self.async_copy(t.c(min(s, kt_n - 1) * BK), t.c(s), chunks)
+        res = t.fresh()
+        names = ", ".join(f"%acc{i} = {a}" for i, a in enumerate(accs))
+        types = ", ".join([self.acc_type] * len(accs))
+        t.emit(f"{res}:{len(accs)} = scf.for %kt = {t.c(0)} to {t.c(kt_n)} step {t.c(1)} "
+               f"iter_args({names}) -> ({types}) {{")
+        t.indent += 2
+        # Groups committed before this slice's wait: tiles 0 .. kt + S - 2, so S - 2 may pend.
+        t.emit(f"nvgpu.device_async_wait {group} {{numGroups = {S - 2} : i32}}")
+        self.stage = t.idx("remui", "%kt", t.c(S))
+        if self.tf32:
+            self.round_tf32_in_place(self.stage, chunks)
+        t.emit("gpu.barrier")  # slice kt visible to all; slice kt - 1's buffer free
+        ahead = t.idx("addi", "%kt", t.c(S - 1))
+        nxt = t.idx("minui", ahead, t.c(kt_n - 1))
+        self.async_copy(t.mul(nxt, BK), t.idx("remui", ahead, t.c(S)), chunks)
+        new = self.inner.steps(self, [f"%acc{i}" for i in range(len(accs))])
+        t.emit(f"scf.yield {', '.join(new)} : {types}")
+        t.indent -= 2
+        t.emit("}")
+        # No copy may still be landing when the block exits.
+        t.emit(f"nvgpu.device_async_wait {group} {{numGroups = 0 : i32}}")
+        self.stage = None
+        return res
+
+    def _staged_loop(self, accs: list) -> str:
+        """The K loop over one shared-memory buffer: the next slice is loaded into registers
+        while the current one is multiplied, then stored (two barriers per slice)."""
+        t = self.t
+        BK = self.BK
+        kt_n = -(-self.k // BK)
         self.stage_stores(self.stage_loads(t.c(0)))
         t.emit("gpu.barrier")
         res = t.fresh()
@@ -189,8 +252,7 @@ class GPUMatmul(StagingMixin):
         t.emit(f"scf.yield {', '.join(new)} : {types}")
         t.indent -= 2
         t.emit("}")
-        self._store([f"{res}#{i}" for i in range(len(accs))])
-        return "\n".join([head] + t.consts + t.lines + ["      gpu.return", "    }"])
+        return res
 
     # --- epilogue and store ------------------------------------------------------------------
     def _store(self, finals: list) -> None:

@@ -11,9 +11,12 @@ SIMT FMA.
   for both). PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type": each 32-bit
   register holds two consecutive k elements, the lower k in the low half. A registers a0..a3 at
   row g (a0, a2) or g + 8 (a1, a3), k = 2t, 2t + 1 (a0, a1) or 2t + 8, 2t + 9 (a2, a3); B b0, b1
-  at column g, k = 2t, 2t + 1 and 2t + 8, 2t + 9; C as above. Both tiles sit in shared memory
-  with k innermost (As[i, k], Bs[j, k], the raw 16-bit patterns), so a register is one 32-bit
-  shared load.
+  at column g, k = 2t, 2t + 1 and 2t + 8, 2t + 9; C as above. A tile stored with k innermost
+  (the operand's memory is k-contiguous) gives a register in one 32-bit shared load; the other
+  layout packs two 16-bit loads.
+
+The tensor-core schedules keep each tile in shared memory in its operand's memory order (k or the
+free dimension innermost), so staging never transposes and cp.async can copy it (matmul.py).
 - SimtSchedule: 16 x 16 threads, each a 4 x 4 register tile at rows ty + 16r, columns tx + 16c
   (conflict-free shared-memory reads), FMA in the compute type.
 
@@ -52,13 +55,14 @@ class MmaSchedule:
             for mi in range(self.MI):
                 r0 = t.add(self.wm0, t.c(mi * 16), self.g)
                 r1 = t.add(r0, t.c(8))
-                vals = [t.op(f"memref.load %As[{r}, {c}] : {self.as_t}")
-                        for r, c in ((r0, c0), (r1, c0), (r0, c1), (r1, c1))]
+                vals = [t.op(f"memref.load %As[{self.smem_index('a', c, r, self.stage)}] : "
+                             f"{self.as_t}") for r, c in ((r0, c0), (r1, c0), (r0, c1), (r1, c1))]
                 fa.append(t.op(f"vector.from_elements {', '.join(vals)} : vector<4x1xf32>"))
             fb = []
             for ni in range(self.NI):
                 col = t.add(self.wn0, t.c(ni * 8), self.g)
-                vals = [t.op(f"memref.load %Bs[{kr}, {col}] : {self.bs_t}") for kr in (c0, c1)]
+                vals = [t.op(f"memref.load %Bs[{self.smem_index('b', kr, col, self.stage)}] : "
+                             f"{self.bs_t}") for kr in (c0, c1)]
                 fb.append(t.op(f"vector.from_elements {', '.join(vals)} : vector<2x1xf32>"))
             for mi in range(self.MI):
                 for ni in range(self.NI):
@@ -99,8 +103,10 @@ class SimtSchedule:
         t = self.t
         accs = list(accs)
         for kk in range(self.BK):
-            a = [t.op(f"memref.load %As[{t.c(kk)}, {r}] : {self.as_t}") for r in self.simt_rows]
-            b = [t.op(f"memref.load %Bs[{t.c(kk)}, {c}] : {self.bs_t}") for c in self.simt_cols]
+            a = [t.op(f"memref.load %As[{self.smem_index('a', t.c(kk), r, self.stage)}] : "
+                      f"{self.as_t}") for r in self.simt_rows]
+            b = [t.op(f"memref.load %Bs[{self.smem_index('b', t.c(kk), c, self.stage)}] : "
+                      f"{self.bs_t}") for c in self.simt_cols]
             for r in range(4):
                 for c in range(4):
                     i = 4 * r + c
@@ -120,12 +126,28 @@ class HalfMmaSchedule(MmaSchedule):
         self.acc_type = "f32"
         return [self.t.c("0.0", "f32")] * (4 * self.MI * self.NI)
 
-    def _register(self, smem: str, mt: str, row: str, col: str) -> str:
-        """The 32-bit register of the pair smem[row, col], smem[row, col + 1]."""
+    def _register(self, which: str, free: str, k: str) -> str:
+        """The 32-bit register of the pair (free, k), (free, k + 1) of tile `which`: one 32-bit
+        load where k is the tile's inner dimension, else two 16-bit loads packed."""
         t = self.t
-        pair = t.op(f"vector.load {smem}[{row}, {col}] {{alignment = 4}} : {mt}, vector<2xi16>")
-        word = t.op(f"vector.bitcast {pair} : vector<2xi16> to vector<1xi32>")
-        reg = t.op(f"vector.extract {word}[0] : i32 from vector<1xi32>")
+        smem, mt = ("%As", self.as_t) if which == "a" else ("%Bs", self.bs_t)
+        se = self.se
+        inner_is_k = self.smem_a_ik if which == "a" else self.smem_b_jk
+        if inner_is_k:
+            at = self.smem_index(which, k, free, self.stage)
+            pair = t.op(f"vector.load {smem}[{at}] {{alignment = 4}} : {mt}, vector<2x{se}>")
+            word = t.op(f"vector.bitcast {pair} : vector<2x{se}> to vector<1xi32>")
+            reg = t.op(f"vector.extract {word}[0] : i32 from vector<1xi32>")
+        else:
+            halves = []
+            for kk in (k, t.add(k, t.c(1))):
+                at = self.smem_index(which, kk, free, self.stage)
+                x = t.op(f"memref.load {smem}[{at}] : {mt}")
+                if se != "i16":
+                    x = t.op(f"arith.bitcast {x} : {se} to i16")
+                halves.append(t.op(f"arith.extui {x} : i16 to i32"))
+            high = t.op(f"arith.shli {halves[1]}, {t.c(16, 'i32')} : i32")
+            reg = t.op(f"arith.ori {halves[0]}, {high} : i32")
         if self.mma_type == "f16":  # NVVM takes f16 pairs as vector<2xf16>
             reg = t.op(f"llvm.bitcast {reg} : i32 to vector<2xf16>")
         return reg
@@ -143,12 +165,12 @@ class HalfMmaSchedule(MmaSchedule):
             for mi in range(self.MI):
                 r0 = t.add(self.wm0, t.c(mi * 16), self.g)
                 r8 = t.add(r0, t.c(8))
-                fa.append([HalfMmaSchedule._register(self, "%As", self.as_t, r, k)
+                fa.append([HalfMmaSchedule._register(self, "a", r, k)
                            for r, k in ((r0, k0), (r8, k0), (r0, k8), (r8, k8))])
             fb = []
             for ni in range(self.NI):
                 col = t.add(self.wn0, t.c(ni * 8), self.g)
-                fb.append([HalfMmaSchedule._register(self, "%Bs", self.bs_t, col, k) for k in (k0, k8)])
+                fb.append([HalfMmaSchedule._register(self, "b", col, k) for k in (k0, k8)])
             for mi in range(self.MI):
                 for ni in range(self.NI):
                     i = 4 * (self.NI * mi + ni)

@@ -12,6 +12,8 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
 - `gpu.shuffle xor` exchanges lanes within each warp of 32;
 - atomics: `memref.atomic_rmw` adds every thread's value; `memref.generic_atomic_rmw` runs its
   region for one thread after another;
+- `nvgpu.device_async_copy` (cp.async) lands at issue, zero-filling past its source size, and
+  every `device_async_wait` is satisfied (so a missing wait cannot be detected either);
 - `nvgpu.mma.sync` m16n8k8 (tf32) and `nvvm.mma.sync` m16n8k16 (f16, bf16) assemble each warp's
   fragments with the PTX ISA layout (see codegen/cuda/mma.py) and multiply in float64, adding
   the float32 accumulator once (the hardware's accumulation order is not modelled).
@@ -132,6 +134,22 @@ class _Sim:
         else:
             flat_arr[flat[mask]] = v[mask]
 
+    def async_copy(self, op, mask):
+        """cp.async of dstElements elements: the first srcElements (all when absent) read from
+        the source, the rest zero-filled; the copy lands at once. Returns a dummy token."""
+        v = op.opview
+        width = self.ir.IntegerAttr(v.dstElements).value
+        n = self.env[v.srcElements] if v.srcElements is not None else self.uniform(width, np.int64)
+        if np.any(mask & (n > 0) & (n < width)):
+            raise NotImplementedError("simulate: partial cp.async chunks")
+        full = mask & (n > 0)
+        src, s_flat = self._address(v.src, [self.env[i] for i in v.srcIndices], full, width)
+        dst, d_flat = self._address(v.dst, [self.env[i] for i in v.dstIndices], mask, width)
+        vals = np.zeros((self.T, width), dst.dtype)
+        vals[full] = src[s_flat[full, None] + np.arange(width)]
+        dst[(d_flat[:, None] + np.arange(width))[mask]] = vals[mask]
+        return np.zeros(self.T, np.int32)
+
     # --- execution ------------------------------------------------------------------------------
     def run_block(self, block, mask):
         for op in block.operations:
@@ -180,6 +198,12 @@ class _Sim:
             out = self.run_cas(op, mask)
         elif name == "memref.get_global":
             out = self.globals[ir.FlatSymbolRefAttr(op.attributes["name"]).value]
+        elif name == "nvgpu.device_async_copy":
+            out = self.async_copy(op, mask)
+        elif name == "nvgpu.device_async_create_group":
+            out = np.zeros(self.T, np.int32)
+        elif name == "nvgpu.device_async_wait":
+            return  # copies land at issue (lockstep), so every wait is satisfied
         elif name == "nvvm.mma.sync":
             out = self._mma16(op, ins)
         elif name == "llvm.extractvalue":

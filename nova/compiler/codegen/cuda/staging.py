@@ -62,7 +62,8 @@ class Text:
 class StagingMixin:
     """Needs: t (Text), dtype, tf32, tid, threads, BM, BN, BK, m, n, k, batch, a_trans, b_trans,
     row0, col0, abase, bbase, as_t, bs_t, se (shared element type), half (16-bit tensor cores),
-    smem_a_ik (As indexed [i, k] rather than [k, i]), smem_b_jk (Bs indexed [j, k])."""
+    smem_a_ik (As indexed [i, k] rather than [k, i]), smem_b_jk (Bs indexed [j, k] rather than
+    [k, j])."""
 
     def _operands(self):
         """Per operand (A, B): memref, flat base of the batch, the tile's origin along the free
@@ -108,6 +109,78 @@ class StagingMixin:
                 pending.append((which, elems, v, (kl, fl, val), contig_is_k))
         return pending
 
+    # --- asynchronous copies (cp.async, sm_80+) ----------------------------------------------
+    def async_ready(self) -> bool:
+        """Whether both tiles can be copied by 16-byte cp.async chunks: each operand vectorizes
+        along its contiguous dimension, and shared memory keeps that dimension innermost."""
+        for which, size, tile, free_major in (("a", self.m, self.BM, self.a_trans),
+                                               ("b", self.n, self.BN, not self.b_trans)):
+            contig_is_k = not free_major
+            inner_is_k = self.smem_a_ik if which == "a" else self.smem_b_jk
+            if inner_is_k != contig_is_k or self.vector_width(size, tile, contig_is_k) == 1:
+                return False
+        return True
+
+    def chunks(self) -> list:
+        """This thread's 16-byte chunks of both tiles, the same at every K slice: (operand,
+        k offset in the slice, free offset in the tile, width in elements)."""
+        t = self.t
+        out = []
+        for which, (_, _, _, size, tile, free_major) in zip("ab", self._operands(), strict=True):
+            contig_is_k = not free_major
+            v = self.vector_width(size, tile, contig_is_k)
+            along = self.BK if contig_is_k else tile
+            for q in range(tile * self.BK // (v * self.threads)):
+                e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
+                c = t.mul(t.idx("remui", e, t.c(along // v)), v)
+                o = t.idx("divui", e, t.c(along // v))
+                out.append((which, *((c, o) if contig_is_k else (o, c)), v))
+        return out
+
+    def smem_index(self, which: str, k_: str, f_: str, stage: str | None = None) -> str:
+        """The index list of element (k, free) in tile `which` (and pipeline stage)."""
+        inner_is_k = self.smem_a_ik if which == "a" else self.smem_b_jk
+        pos = f"{f_}, {k_}" if inner_is_k else f"{k_}, {f_}"
+        return f"{stage}, {pos}" if stage is not None else pos
+
+    def async_copy(self, k0: str, stage: str, chunks: list) -> str:
+        """Issues this thread's cp.async chunks of the K slice at k0 into pipeline `stage` and
+        commits them as one group; chunks wholly outside the matrix are zero-filled (source
+        size 0, address clamped to the operand's start). Returns the group's token."""
+        t = self.t
+        ops = {which: op for which, op in zip("ab", self._operands(), strict=True)}
+        toks = []
+        for which, kl, fl, v in chunks:
+            mem, base, origin, size, tile, free_major = ops[which]
+            gk, gf = t.add(k0, kl), t.add(origin, fl)
+            addr = t.add(base, t.mul(gk, size), gf) if free_major else \
+                t.add(base, t.mul(gf, self.k), gk)
+            conds = self._bounds(gf, size, tile) + self._bounds(gk, self.k, self.BK)
+            n = t.c(v)
+            if conds:
+                ok = conds[0]
+                for c in conds[1:]:
+                    ok = t.op(f"arith.andi {ok}, {c} : i1")
+                addr = t.op(f"arith.select {ok}, {addr}, {t.c(0)} : index")
+                n = t.op(f"arith.select {ok}, {n}, {t.c(0)} : index")
+            el = elem_type(self.dtype)
+            src_t = f"memref<{self.batch * self.k * (self.m if mem == '%a' else self.n)}x{el}>"
+            dst, dst_t = ("%As", self.as_t) if which == "a" else ("%Bs", self.bs_t)
+            toks.append(t.op(f"nvgpu.device_async_copy {mem}[{addr}], "
+                             f"{dst}[{self.smem_index(which, kl, fl, stage)}], {v}, {n} "
+                             f"{{bypassL1}} : {src_t} to {dst_t}"))
+        return t.op(f"nvgpu.device_async_create_group {', '.join(toks)}")
+
+    def round_tf32_in_place(self, stage: str, chunks: list) -> None:
+        """Rounds this thread's own landed chunks to TF32 (as _widen does for staged values)."""
+        t = self.t
+        for which, kl, fl, v in chunks:
+            smem, mt = ("%As", self.as_t) if which == "a" else ("%Bs", self.bs_t)
+            at = f"{smem}[{self.smem_index(which, kl, fl, stage)}]"
+            x = t.op(f"vector.load {at} {{alignment = 16}} : {mt}, vector<{v}xf32>")
+            t.emit(f"vector.store {self._widen(x, v)}, {at} {{alignment = 16}} : {mt}, "
+                   f"vector<{v}xf32>")
+
     def _split(self, val, kl, fl, contig_is_k, v):
         t = self.t
         out = []
@@ -122,16 +195,13 @@ class StagingMixin:
         for which, elems, v, (kl, fl, val), contig_is_k in pending:
             mt = self.as_t if which == "a" else self.bs_t
             smem = "%As" if which == "a" else "%Bs"
-            # As is [i, k] for the tensor-core schedules, [k, i] otherwise; Bs is [j, k] for the
-            # 16-bit tensor-core schedules, [k, j] otherwise.
             inner_is_k = self.smem_a_ik if which == "a" else self.smem_b_jk
-            pos = (lambda k_, f_: f"{f_}, {k_}") if inner_is_k else (lambda k_, f_: f"{k_}, {f_}")
             if v > 1 and inner_is_k == contig_is_k:  # the vector lies along smem's inner dimension
-                t.emit(f"vector.store {val}, {smem}[{pos(kl, fl)}] {{alignment = "
-                       f"{self._itemsize() * v}}} : {mt}, vector<{v}x{self.se}>")
+                t.emit(f"vector.store {val}, {smem}[{self.smem_index(which, kl, fl)}] "
+                       f"{{alignment = {self._itemsize() * v}}} : {mt}, vector<{v}x{self.se}>")
                 continue
             for k_, f_, x in elems:
-                t.emit(f"memref.store {x}, {smem}[{pos(k_, f_)}] : {mt}")
+                t.emit(f"memref.store {x}, {smem}[{self.smem_index(which, k_, f_)}] : {mt}")
 
     def _bounds(self, g: str, lim: int, tile: int) -> list:
         """[g < lim] when tiles overhang the edge of a dimension of size lim."""
@@ -176,9 +246,7 @@ class StagingMixin:
         def cst(val, e):
             return t.c(f"dense<{val}>", vt(e)) if v > 1 else t.c(val, e)
 
-        if self.half:  # the tensor cores take the 16-bit patterns as they are
-            if self.dtype == dtypes.float16:
-                return t.op(f"arith.bitcast {x} : {vt('f16')} to {vt('i16')}")
+        if self.half:  # the tensor cores take the 16-bit values as they are
             return x
         if self.dtype == dtypes.float16:
             return t.op(f"arith.extf {x} : {vt('f16')} to {vt('f32')}")

@@ -64,20 +64,22 @@ def _fwd_bwd(kind, shape_q, dv, dtype, fill, seed, tk=None):
     return f, [S(shape_q, dtype), S(k_shape, dtype), S(v_shape, dtype), S(o_shape, dtype)]
 
 
-def _simulate(prog, args):
+def _simulate(prog, args, precision="highest"):
     """The outputs of `prog` (after the passes) with every GPU kernel run in the SIMT simulator
-    (an output buffer starts as NaN: a kernel must write every element it owns)."""
+    (an output buffer starts as NaN: a kernel must write every element it owns), and the kinds
+    of the GPU kernels (schedules of the attention ones in `_simulate.schedules`)."""
     from nova.compiler.backend_cpu import _empty, _host_fn
     from nova.compiler.codegen.cuda.simulate import simulate
 
     env = {id(v): a for v, a in zip(prog.inputs, args, strict=True)}
     kinds = []
+    _simulate.schedules = []
     for k in fuse(prog).kernels:
         if k.kind.startswith("host:") or _empty(k) or not k.program.eqns:
             env.update({id(v): np.asarray(a) for v, a in zip(k.outputs, _host_fn(k)([]),
                                                               strict=True)})
             continue
-        for gk, em in backend_cuda.lower_kernel(k, "sm_90", "highest"):
+        for gk, em in backend_cuda.lower_kernel(k, "sm_90", precision):
             ins = [np.ascontiguousarray(env[id(v)]) for v in gk.program.inputs]
             outs = [env[id(v)] if id(v) in env else np.full(v.type.shape, np.nan, v.type.dtype)
                     for v in gk.program.outputs]
@@ -85,6 +87,8 @@ def _simulate(prog, args):
                      ins + outs)
             env.update({id(v): a for v, a in zip(gk.program.outputs, outs, strict=True)})
             kinds.append(gk.kind)
+            if gk.kind == "attention":
+                _simulate.schedules.append(gk.schedule["gpu_schedule"])
     return [env[id(v)] for v in prog.outputs], kinds
 
 
@@ -123,6 +127,37 @@ def test_simulated_flash_attention_matches_reference(kind, shape, dv):
     got, kinds = _simulate(prog, args)
     assert kinds.count("attention") == 2
     _check(got, run_program(prog, args), 2e-6)
+
+
+# (mask kind, q shape, Dv, forward schedule at precision "tf32"): a ring of two key tiles
+# (D = 64, 16), one buffer (D = 40: 32-key tiles do not split into whole chunks per thread, and
+# two 64-key buffers do not fit), Dv != D, a fully masked row, several query tiles and batch dims;
+# D = 6 is no multiple of 8 and keeps the SIMT forward.
+MMA_CASES = [("causal", (1, 70, 64), 64, "flash_mma_tf32"),
+             ("none", (2, 37, 16), 16, "flash_mma_tf32"),
+             ("select", (2, 1, 45, 16), 16, "flash_mma_tf32"),
+             ("add", (1, 70, 40), 40, "flash_mma_tf32"),
+             ("causal", (3, 33, 16), 24, "flash_mma_tf32"),
+             ("causal", (1, 130, 128), 128, "flash_mma_tf32"),
+             ("select", (2, 1, 21, 6), 10, "flash_simt")]
+
+
+@pytest.mark.parametrize("kind,shape,dv,schedule", MMA_CASES)
+def test_simulated_tensor_core_forward(kind, shape, dv, schedule):
+    """The TF32 tensor-core forward (attention_mma.py), simulated: m16n8k8 fragments of Q, K, P
+    and V, the cp.async ring, online softmax across the 4 lanes of a row, masks, tails and fully
+    masked rows; then the SIMT backward from its o and lse. TF32 keeps 10 mantissa bits of each
+    operand (~1e-3 of the largest value after two chained products); a misplaced fragment is off
+    by O(1)."""
+    fill = -np.inf if kind == "select" else 0.0
+    fn, specs = _fwd_bwd(kind, shape, dv, f32, fill, seed=7)
+    prog = run_passes(nova.make_program(fn)(*specs))
+    rng = np.random.default_rng(8)
+    args = [rng.standard_normal(s.shape).astype(s.dtype) for s in specs]
+    got, kinds = _simulate(prog, args, "tf32")
+    assert kinds.count("attention") == 2
+    assert _simulate.schedules == [schedule, "flash_simt"]
+    _check(got, run_program(prog, args), 4e-3 if schedule == "flash_mma_tf32" else 2e-6)
 
 
 @pytest.mark.parametrize("kind", ["none", "select", "add"])
@@ -221,6 +256,12 @@ def test_attention_ptx_assembles_within_limits(arch):
         recs = backend_cuda.compile_kernels(fused, f"cuda:{arch}", "highest")
         attn = [rec for k in fused.kernels if k.kind == "attention" for _, rec in recs[id(k)]]
         assert len(attn) == 3  # forward, dq's zero fill, backward
+        if dtype == f32:  # the TF32 tensor-core forward where it applies (not D = 6)
+            tf = backend_cuda.compile_kernels(fused, f"cuda:{arch}", "tf32")
+            fwd = [rec for k in fused.kernels if k.kind == "attention" for _, rec in tf[id(k)]
+                   if "mma.sync" in rec["ptx"]]
+            assert len(fwd) == (0 if shape[-1] == 6 else 1), (kind, shape)
+            attn += fwd
         assert any("atom.global.add" in r["ptx"] or "red.global.add" in r["ptx"] for r in attn)
         for rec in attn:
             info = ptxas_info(rec["ptx"], arch)

@@ -6,13 +6,14 @@ on a machine without a GPU and writes every kernel's PTX into the disk cache
 configuration). Kernel text generation is pure Python, so a GPU machine with that cache rebuilds
 the same keys and loads the PTX without importing MLIR (MLIR is imported only on a cache miss).
 
-Kernels: loop kernels (elementwise, row reductions) and contractions (TF32 tensor cores when the
-matmul precision is "tf32", SIMT otherwise); an epilogue the GEMM cannot evaluate becomes its own
+Kernels: loop kernels (elementwise, row reductions) and contractions (tensor cores for float16 and
+bfloat16, and for float32 when the matmul precision is "tf32"; SIMT otherwise); an epilogue the GEMM cannot evaluate becomes its own
 loop kernel, and a dot_general that is no GEMM over its operands' memory runs as a loop kernel
 reducing the contracting axes (both generated GPU code, as on the CPU backend). Scatters run as a
 fill and an update launch (atomics); scans one thread per scanned line; sorts by rank. Fused
 attention (flash_attention_fwd / _bwd) runs as FlashAttention-2 kernels (codegen/cuda/attention.py;
-the backward as a zero fill of dq and one launch adding into it with atomics); the attention
+the float32 forward on TF32 tensor cores at precision "tf32", attention_mma.py; the backward as a
+zero fill of dq and one launch adding into it with atomics); the attention
 pass fuses only the attentions those kernels support (`attention.supports`: float32/float64,
 head dims whose tiles fit shared memory), the others stay matmuls + softmax. Constants too
 large to inline are uploaded once. Host primitives have no GPU kernel yet: compiling them
@@ -91,7 +92,7 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
     if k.kind == "sort":
         return [(k, emit_gpu_sort(k))]
     if k.kind == "attention":
-        return emit_gpu_attention(k)
+        return emit_gpu_attention(k, precision)
     raise NotImplementedError(
         f"cuda backend: no GPU kernel for kernel kind {k.kind!r} (ops {k.op_names()}); "
         "supported kinds: 'loop', 'contraction', 'scatter', 'scan', 'sort', 'attention', and "

@@ -359,17 +359,24 @@ def _zero_fill(kernel: Kernel, out: Var) -> Kernel:
                   {"iter_shape": out.type.shape, "red_axes": None})
 
 
-def emit_gpu_attention(kernel: Kernel) -> list:
+def emit_gpu_attention(kernel: Kernel, precision: str = "highest") -> list:
     """[(codegen kernel, emitter)] of an "attention" fusion kernel (one flash_attention_fwd or
     flash_attention_bwd equation), in launch order: the forward kernel; or the zero fill of dq
     (when the program keeps dq) and the backward kernel. Emitters carry `.text`, `.grid`,
-    `.block`, `.shared_bytes`.
+    `.block`, `.shared_bytes`. precision: matmul precision; "tf32" runs a float32 forward on
+    tensor cores where attention_mma.py applies ("flash_mma_tf32"), else SIMT ("flash_simt").
 
     Raises NotImplementedError naming the dtype or head dims without a kernel (see
     `supports`)."""
+    from nova.compiler.codegen.cuda.attention_mma import FlashMma, mma_tiles
+
     em = _Flash(kernel.name, kernel)
+    schedule = "flash_simt"
+    if (em.fwd and precision == "tf32" and em.el == "f32"
+            and mma_tiles(em.d, em.dv) is not None):
+        em, schedule = FlashMma(kernel.name, kernel), "flash_mma_tf32"
     em.text = em.forward() if em.fwd else em.backward()
-    kernel.schedule.update({"gpu_schedule": "flash_simt", "tile": em.tiles})
+    kernel.schedule.update({"gpu_schedule": schedule, "tile": em.tiles})
     parts = [(kernel, em)]
     if not em.fwd and "dq" in em.mem:
         dq = em.e.outputs[0]

@@ -596,8 +596,7 @@ def _gpt2():
     weights, (idx, tgt) = make_weights(cfg), make_batch(cfg)
     tokens = cfg["batch"] * cfg["seq"]
     out["config"], out["settings"] = cfg, st
-    out["precision"] = {"nova": "matmul_precision tf32 (attention: forward on TF32 tensor "
-                                "cores, backward SIMT float32)",
+    out["precision"] = {"nova": "matmul_precision tf32 (attention on TF32 tensor cores)",
                         "torch": "allow_tf32 + set_float32_matmul_precision('high')",
                         "jax": "jax_default_matmul_precision 'tensorfloat32'"}
     ROWS.append(("gpt2", f"config {cfg['name']}",

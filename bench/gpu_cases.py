@@ -135,8 +135,8 @@ CHECKS = [
          (S((2, 50, 16), f32),) * 3, tol=1e-4),
     Case("attention_tails_value_and_grad", attention_grad(_attention_loss_none),
          (S((2, 2, 100, 64), f32),) * 3, tol=1e-4),
-    # The TF32 tensor-core forward (attention_mma.py) on hardware: fragments, the cp.async ring,
-    # tails (T = 100) and a one-buffer tile (D = 40).
+    # The TF32 tensor-core kernels (attention_mma.py) on hardware: fragments, the cp.async ring,
+    # dq's atomics, tails (T = 100); D = 40: a one-buffer forward tile and the SIMT backward.
     Case("causal_attention_tf32_value_and_grad", attention_grad(_attention_loss),
          (S((2, 4, 100, 64), f32),) * 3, "tf32", tol=5e-3),
     Case("attention_select_tf32_d40_value_and_grad", attention_grad(_attention_loss_select),
@@ -220,7 +220,7 @@ ATTENTION_SHAPES = ((4, 12, 1024, 64), (2, 16, 2048, 128))
 
 
 def attention_case(b: int, h: int, t: int, d: int, precision: str = "highest") -> Case:
-    # TF32 (the forward on tensor cores, attention_mma.py): ~1e-3 of the largest gradient.
+    # TF32 (tensor cores, attention_mma.py): ~1e-3 of the largest gradient.
     tag = "_tf32" if precision == "tf32" else ""
     return Case(f"attention_causal_b{b}h{h}t{t}d{d}{tag}", attention_grad(_attention_loss),
                 (S((b, h, t, d), f32),) * 3, precision, tol=5e-3 if precision == "tf32" else 1e-4)

@@ -129,24 +129,28 @@ def test_simulated_flash_attention_matches_reference(kind, shape, dv):
     _check(got, run_program(prog, args), 2e-6)
 
 
-# (mask kind, q shape, Dv, forward schedule at precision "tf32"): a ring of two key tiles
-# (D = 64, 16), one buffer (D = 40: 32-key tiles do not split into whole chunks per thread, and
-# two 64-key buffers do not fit), Dv != D, a fully masked row, several query tiles and batch dims;
-# D = 6 is no multiple of 8 and keeps the SIMT forward.
-MMA_CASES = [("causal", (1, 70, 64), 64, "flash_mma_tf32"),
-             ("none", (2, 37, 16), 16, "flash_mma_tf32"),
-             ("select", (2, 1, 45, 16), 16, "flash_mma_tf32"),
-             ("add", (1, 70, 40), 40, "flash_mma_tf32"),
-             ("causal", (3, 33, 16), 24, "flash_mma_tf32"),
-             ("causal", (1, 130, 128), 128, "flash_mma_tf32"),
-             ("select", (2, 1, 21, 6), 10, "flash_simt")]
+MMA, SIMT = "flash_mma_tf32", "flash_simt"
+# (mask kind, q shape, Dv, forward and backward schedules at precision "tf32"): the forward with a
+# ring of two key tiles (D = 64, 16) or one buffer (D = 40: 32-key tiles do not split into whole
+# chunks per thread, and two 64-key buffers do not fit); the backward where D and Dv are
+# multiples of 16 whose tiles fit (not D = 128, Dv = 24 or D = 40); Dv != D, a fully masked row,
+# several query and key tiles, tails and batch dims; D = 6 keeps both SIMT.
+MMA_CASES = [("causal", (1, 70, 64), 64, MMA, MMA),
+             ("none", (2, 37, 16), 16, MMA, MMA),
+             ("select", (2, 1, 45, 16), 16, MMA, MMA),
+             ("add", (1, 70, 32), 32, MMA, MMA),
+             ("add", (1, 70, 40), 40, MMA, SIMT),
+             ("causal", (3, 33, 16), 24, MMA, SIMT),
+             ("causal", (1, 130, 128), 128, MMA, SIMT),
+             ("select", (2, 1, 21, 6), 10, SIMT, SIMT)]
 
 
-@pytest.mark.parametrize("kind,shape,dv,schedule", MMA_CASES)
-def test_simulated_tensor_core_forward(kind, shape, dv, schedule):
-    """The TF32 tensor-core forward (attention_mma.py), simulated: m16n8k8 fragments of Q, K, P
-    and V, the cp.async ring, online softmax across the 4 lanes of a row, masks, tails and fully
-    masked rows; then the SIMT backward from its o and lse. TF32 keeps 10 mantissa bits of each
+@pytest.mark.parametrize("kind,shape,dv,fwd,bwd", MMA_CASES)
+def test_simulated_tensor_core_attention(kind, shape, dv, fwd, bwd):
+    """The TF32 tensor-core kernels (attention_mma.py), simulated. Forward: m16n8k8 fragments of
+    Q, K, P and V, the cp.async ring, online softmax across the 4 lanes of a row. Backward: S^T
+    and dP^T per warp of keys, P^T and dS^T through the shared buffer into dV, dK and dQ's
+    atomics. Masks, tails and fully masked rows throughout. TF32 keeps 10 mantissa bits of each
     operand (~1e-3 of the largest value after two chained products); a misplaced fragment is off
     by O(1)."""
     fill = -np.inf if kind == "select" else 0.0
@@ -156,8 +160,8 @@ def test_simulated_tensor_core_forward(kind, shape, dv, schedule):
     args = [rng.standard_normal(s.shape).astype(s.dtype) for s in specs]
     got, kinds = _simulate(prog, args, "tf32")
     assert kinds.count("attention") == 2
-    assert _simulate.schedules == [schedule, "flash_simt"]
-    _check(got, run_program(prog, args), 4e-3 if schedule == "flash_mma_tf32" else 2e-6)
+    assert _simulate.schedules == [fwd, bwd]
+    _check(got, run_program(prog, args), 4e-3 if MMA in (fwd, bwd) else 2e-6)
 
 
 @pytest.mark.parametrize("kind", ["none", "select", "add"])
@@ -256,12 +260,14 @@ def test_attention_ptx_assembles_within_limits(arch):
         recs = backend_cuda.compile_kernels(fused, f"cuda:{arch}", "highest")
         attn = [rec for k in fused.kernels if k.kind == "attention" for _, rec in recs[id(k)]]
         assert len(attn) == 3  # forward, dq's zero fill, backward
-        if dtype == f32:  # the TF32 tensor-core forward where it applies (not D = 6)
+        if dtype == f32:  # the TF32 tensor-core kernels where they apply
             tf = backend_cuda.compile_kernels(fused, f"cuda:{arch}", "tf32")
-            fwd = [rec for k in fused.kernels if k.kind == "attention" for _, rec in tf[id(k)]
+            mma = [rec for k in fused.kernels if k.kind == "attention" for _, rec in tf[id(k)]
                    if "mma.sync" in rec["ptx"]]
-            assert len(fwd) == (0 if shape[-1] == 6 else 1), (kind, shape)
-            attn += fwd
+            # forward: head dims that are multiples of 8; backward: of 16, up to 64 here
+            want = (shape[-1] % 8 == 0) + (shape[-1] % 16 == 0 and shape[-1] <= 64)
+            assert len(mma) == want, (kind, shape)
+            attn += mma
         assert any("atom.global.add" in r["ptx"] or "red.global.add" in r["ptx"] for r in attn)
         for rec in attn:
             info = ptxas_info(rec["ptx"], arch)

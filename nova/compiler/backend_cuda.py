@@ -12,8 +12,8 @@ loop kernel, and a dot_general that is no GEMM over its operands' memory runs as
 reducing the contracting axes (both generated GPU code, as on the CPU backend). Scatters run as a
 fill and an update launch (atomics); scans one thread per scanned line; sorts by rank. Fused
 attention (flash_attention_fwd / _bwd) runs as FlashAttention-2 kernels (codegen/cuda/attention.py;
-the float32 forward on TF32 tensor cores at precision "tf32", attention_mma.py; the backward as a
-zero fill of dq and one launch adding into it with atomics); the attention
+float32 on TF32 tensor cores at precision "tf32", attention_mma.py; the backward as a zero fill
+of dq and one launch adding into it with atomics); the attention
 pass fuses only the attentions those kernels support (`attention.supports`: float32/float64,
 head dims whose tiles fit shared memory), the others stay matmuls + softmax. Constants too
 large to inline are uploaded once. Host primitives have no GPU kernel yet: compiling them

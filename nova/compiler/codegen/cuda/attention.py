@@ -2,7 +2,8 @@
 (nova/ops/attention.py) as `gpu.func`s, following FlashAttention-2 (T. Dao, "FlashAttention-2:
 Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, Algorithms 1
 and 2). The T x T score matrix never reaches global memory. Inner products are scalar/vector FMAs
-(SIMT) on shared-memory tiles, in the operands' dtype (float32 or float64).
+(SIMT) on shared-memory tiles, in the operands' dtype (float32 or float64); float32 at matmul
+precision "tf32" runs the tensor-core kernels of attention_mma.py where their tiles apply.
 
 Forward (Algorithm 1): one block per (batch element, tile of BQ query rows), GROUP = 8 threads
 per query row. The Q tile is staged once; per tile of BK keys (causal: only tiles up to the
@@ -363,17 +364,17 @@ def emit_gpu_attention(kernel: Kernel, precision: str = "highest") -> list:
     """[(codegen kernel, emitter)] of an "attention" fusion kernel (one flash_attention_fwd or
     flash_attention_bwd equation), in launch order: the forward kernel; or the zero fill of dq
     (when the program keeps dq) and the backward kernel. Emitters carry `.text`, `.grid`,
-    `.block`, `.shared_bytes`. precision: matmul precision; "tf32" runs a float32 forward on
+    `.block`, `.shared_bytes`. precision: matmul precision; "tf32" runs float32 kernels on
     tensor cores where attention_mma.py applies ("flash_mma_tf32"), else SIMT ("flash_simt").
 
     Raises NotImplementedError naming the dtype or head dims without a kernel (see
     `supports`)."""
-    from nova.compiler.codegen.cuda.attention_mma import FlashMma, mma_tiles
+    from nova.compiler.codegen.cuda.attention_mma import FlashMma, mma_backward_fits, mma_tiles
 
     em = _Flash(kernel.name, kernel)
     schedule = "flash_simt"
-    if (em.fwd and precision == "tf32" and em.el == "f32"
-            and mma_tiles(em.d, em.dv) is not None):
+    fits = mma_tiles(em.d, em.dv) is not None if em.fwd else mma_backward_fits(em.d, em.dv)
+    if precision == "tf32" and em.el == "f32" and fits:
         em, schedule = FlashMma(kernel.name, kernel), "flash_mma_tf32"
     em.text = em.forward() if em.fwd else em.backward()
     kernel.schedule.update({"gpu_schedule": schedule, "tile": em.tiles})

@@ -1,6 +1,6 @@
-"""Flash-attention forward on tensor cores (TF32 `mma.sync` m16n8k8) for float32 operands at
-matmul precision "tf32": FlashAttention-2's forward (T. Dao, arXiv 2307.08691, Algorithm 1 and
-§3.1-3.3: the Q tile split across warps, so no warp exchanges its rows' statistics).
+"""Flash attention on tensor cores (TF32 `mma.sync` m16n8k8) for float32 operands at matmul
+precision "tf32": FlashAttention-2's forward and backward (T. Dao, arXiv 2307.08691, Algorithms
+1 and 2, §3.1-3.3: tiles split across warps so that no warp exchanges its rows' statistics).
 
 One block of 4 warps per (batch element, tile of 64 query rows); warp w owns rows 16w..16w+15.
 Each thread holds its Q fragments (the m16n8k8 A layout, codegen/cuda/mma.py) in registers,
@@ -17,10 +17,22 @@ each thread rounds the chunks it copied to TF32 before the block's barrier). Per
   O += P V on tensor cores (O's Dv/8 accumulator tiles stay in registers, rescaled first).
 Finally o = O / l and lse = m + log l (o = 0 and lse = -inf for a row that saw no key).
 
-Used when D and Dv are multiples of 8 and at most 128 (Q fragments and O accumulators in
-registers), and each key tile splits into whole 16-byte chunks per thread; otherwise the SIMT
-kernel runs. The backward stays SIMT in float32: it recomputes P = exp(s - lse) with s in
-float32 against the TF32 forward's lse, a difference of the order of TF32's rounding.
+The forward is used when D and Dv are multiples of 8 and at most 128 (Q fragments and O
+accumulators in registers), and each key tile splits into whole 16-byte chunks per thread.
+
+Backward: one block of 4 warps per (batch element, tile of 64 keys); warp w owns keys
+16w..16w+15, their K and V rows as A fragments in registers, and their dK and dV accumulators.
+K is also kept in shared memory (rows D + 8) for dQ. Per tile of 32 query rows (causal: from the
+tile holding the block's first key), Q and dO arrive by cp.async (rows D + 4, Dv + 4) with lse
+and delta, then per warp: S^T = K Q^T and dP^T = V dO^T on tensor cores (16 keys x 32 queries),
+P^T = exp(s - lse) and dS^T = P^T (dP^T - delta) per element (masks as the SIMT kernel), P^T
+through the warp's rows of a shared buffer into dV += P^T dO, then dS^T through the same buffer
+into dK += dS^T Q; after a barrier, dQ += dS K for the tile: warp w takes 16 query rows and half
+of D's 8-column tiles (A = dS^T read transposed from the buffer, B = K) and adds its tiles into
+dq with atomics (dq zero-filled by a launch before). Used when D and Dv are multiples of 16
+whose tiles fit 48 KiB of shared memory (D = Dv = 64: 45 KiB) and split into whole chunks;
+otherwise the SIMT backward runs (float32, against this forward's lse: a difference of the
+order of TF32's rounding).
 """
 
 from __future__ import annotations
@@ -38,6 +50,23 @@ SHARED_LIMIT = 48 * 1024
 KV_TILES = ((64, 2), (32, 2), (64, 1), (32, 1), (16, 2), (16, 1))
 MMA = ("{mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, "
        "vector<2x2xf32>) -> vector<2x2xf32>")
+
+
+# Backward: keys per block (16 per warp) and query rows per step.
+BKV_BWD, BQ_BWD = 64, 32
+
+
+def mma_backward_fits(d: int, dv: int) -> bool:
+    """Whether the tensor-core backward applies to head dims d, dv (float32): multiples of 8
+    whose tiles fit 48 KiB of shared memory (Q and dO tiles, the P/dS buffer, K for dQ) and
+    split into whole 16-byte chunks per thread."""
+    if d % 8 or dv % 8 or d > MAX_HEAD_DIM or dv > MAX_HEAD_DIM:
+        return False
+    smem = 4 * (BQ_BWD * (d + 4) + BQ_BWD * (dv + 4) + BKV_BWD * (BQ_BWD + 4)
+                + BKV_BWD * (d + 8) + 2 * BQ_BWD)
+    chunks = all((rows * dim // 4) % THREADS == 0
+                 for rows, dim in ((BQ_BWD, d), (BQ_BWD, dv), (BKV_BWD, d)))
+    return smem <= SHARED_LIMIT and chunks and (d // 8) % (WARPS // (BQ_BWD // 16)) == 0
 
 
 def mma_tiles(d: int, dv: int):
@@ -267,3 +296,231 @@ class FlashMma(_Flash):
                 self.open_if(first)
                 self.store(lse, self.mem["lse"], row, self.mt["lse"], 1)
                 self.close_if(first)
+
+    # --- backward -------------------------------------------------------------------------------
+    def _frags(self, role: str, rows: list, dim: int, rows_total: int) -> list:
+        """A-operand fragments (TF32, zero past rows_total) of a warp's 16 rows of operand
+        `role` (K or V of this block), one vector<4x1xf32> per 8 columns."""
+        out = []
+        for kd in range(dim // 8):
+            c0 = self.add(self.t4, kd * 8)
+            vals = []
+            for row, col in ((rows[0], c0), (rows[1], c0), (rows[0], self.add(c0, 4)),
+                             (rows[1], self.add(c0, 4))):
+                ok = self.cmpi("ult", row, self.ci(rows_total))
+                at = self.add(self.mul(self.add(self.mul(self.nb, rows_total),
+                                                self.i("minui", row, rows_total - 1)), dim), col)
+                x = self.load(self.mem[role], at, self.mt[role], 1)
+                vals.append(self._round(self.select(ok, x, self.cf(0.0))))
+            out.append(self.op(f"vector.from_elements {', '.join(vals)} : vector<4x1xf32>"))
+        return out
+
+    def _copy_rows(self, role: str, smem: str, smt: str, row0: str, rows_total: int, tile: int,
+                   dim: int) -> list:
+        """cp.async of rows row0 .. row0 + tile of `role` into smem[row, col] (zero past
+        rows_total); this thread's chunks as (row, col) pairs, for rounding after they land."""
+        toks, mine = [], []
+        for u in range(tile * dim // 4 // THREADS):
+            e = self.add(self.tid, u * THREADS)
+            row = self.i("divui", e, dim // 4)
+            col = self.mul(self.i("remui", e, dim // 4), 4)
+            g = self.add(row0, row)
+            ok = self.cmpi("ult", g, self.ci(rows_total))
+            at = self.add(self.mul(self.add(self.mul(self.nb, rows_total), g), dim), col)
+            at = self.select_index(ok, at)
+            n = self.op(f"arith.select {ok}, {self.ci(4)}, {self.ci(0)} : index")
+            toks.append(self.op(
+                f"nvgpu.device_async_copy {self.mem[role]}[{at}], {smem}[{row}, {col}], 4, {n} "
+                f"{{bypassL1}} : {self.mt[role]} to {smt}"))
+            mine.append((smem, smt, row, col))
+        self._pending = getattr(self, "_pending", []) + mine
+        return toks
+
+    def _land(self, toks: list) -> None:
+        """Commits `toks`, waits for them, rounds this thread's landed chunks to TF32."""
+        group = self.op(f"nvgpu.device_async_create_group {', '.join(toks)}")
+        self.emit(f"nvgpu.device_async_wait {group} {{numGroups = 0 : i32}}")
+        for smem, smt, row, col in self._pending:
+            at = f"{smem}[{row}, {col}]"
+            x = self.op(f"vector.load {at} {{alignment = 16}} : {smt}, vector<4xf32>")
+            self.emit(f"vector.store {self._round(x, 4)}, {at} {{alignment = 16}} : {smt}, "
+                      "vector<4xf32>")
+        self._pending = []
+
+    def _to_buffer(self, buf: str, bt: str, warp: str, tiles: list) -> None:
+        """Stores C-layout tiles (16 rows of the warp x 8 columns each, TF32-rounded) into the
+        warp's rows of buf[key, query]."""
+        for nq, (v0, v1) in enumerate(tiles):
+            for h, pair in enumerate((v0, v1)):
+                pv = self._round(pair, 2)
+                row = self.add(self.mul(warp, 16), self.g, 8 * h)
+                col = self.add(self.two_t, nq * 8)
+                self.emit(f"vector.store {pv}, {buf}[{row}, {col}] {{alignment = 8}} : {bt}, "
+                          "vector<2xf32>")
+
+    def _mma_rows(self, buf: str, bt: str, warp: str, kdim: int, b_smem: str, b_t: str,
+                  ndim: int, accs: list) -> list:
+        """accs (16 x ndim C tiles) += buf[warp's 16 rows, :kdim] @ b_smem[:kdim, :ndim] (A from
+        the warp's rows of buf, B[k][n] = b_smem[k, n])."""
+        accs = list(accs)
+        r0 = self.add(self.mul(warp, 16), self.g)
+        r8 = self.add(r0, 8)
+        for kk in range(kdim // 8):
+            c0 = self.add(self.t4, kk * 8)
+            c4 = self.add(c0, 4)
+            a = [self.op(f"memref.load {buf}[{r}, {c}] : {bt}")
+                 for r, c in ((r0, c0), (r8, c0), (r0, c4), (r8, c4))]
+            af = self.op(f"vector.from_elements {', '.join(a)} : vector<4x1xf32>")
+            for q in range(ndim // 8):
+                col = self.add(self.g, q * 8)
+                b = [self.op(f"memref.load {b_smem}[{r}, {col}] : {b_t}") for r in (c0, c4)]
+                bf = self.op(f"vector.from_elements {', '.join(b)} : vector<2x1xf32>")
+                accs[q] = self.op(f"nvgpu.mma.sync ({af}, {bf}, {accs[q]}) {MMA}")
+        return accs
+
+    def backward(self) -> str:
+        d, dv, tq, tk = self.d, self.dv, self.tq, self.tk
+        bkv, bq = BKV_BWD, BQ_BWD
+        qs = self.shared("Qs", bq, d + 4)
+        dos = self.shared("dOs", bq, dv + 4)
+        buf = self.shared("Bf", bkv, bq + 4)  # P^T, then dS^T, of the query tile
+        ks = self.shared("Ks", bkv, d + 8)
+        ls = self.shared("Ls", bq)
+        ds_t = self.shared("Ds", bq)
+        nkt = -(-tk // bkv)
+        bid, self.tid = self.op("gpu.block_id x"), self.op("gpu.thread_id x")
+        self.nb = n = self.i("divui", bid, nkt)
+        j0 = self.mul(self.i("remui", bid, nkt), bkv)
+        warp, lane = self.i("divui", self.tid, 32), self.i("remui", self.tid, 32)
+        self.g, self.t4 = self.i("divui", lane, 4), self.i("remui", lane, 4)
+        self.two_t = self.mul(self.t4, 2)
+        keys = [self.add(j0, self.mul(warp, 16), self.g)]
+        keys.append(self.add(keys[0], 8))
+        kf = self._frags("k", keys, d, tk)
+        vf = self._frags("v", keys, dv, tk)
+        self._land(self._copy_rows("k", "%Ks", ks, j0, tk, bkv, d))
+        acc_t = "vector<2x2xf32>"
+        zero = self.t.c("dense<0.0>", acc_t)
+        # Causal: query tiles before the one holding key j0 see none of this block's keys.
+        first = self.i("divui", j0, bq) if self.kind == "causal" else self.ci(0)
+        nk, nv = d // 8, dv // 8
+        types = [acc_t] * (nk + nv)
+        qt, carried, res = self.open_for(first, self.ci(-(-tq // bq)), [zero] * (nk + nv), types)
+        dk, dvs = carried[:nk], carried[nk:]
+        i0 = self.mul(qt, bq)
+        self.emit("gpu.barrier")  # the previous query tile is no longer read
+        toks = self._copy_rows("q", "%Qs", qs, i0, tq, bq, d)
+        toks += self._copy_rows("do", "%dOs", dos, i0, tq, bq, dv)
+        self._stage_rows(n, i0, bq, self.tid, ls, ds_t)
+        self._land(toks)
+        self.emit("gpu.barrier")
+        # S^T = K Q^T and dP^T = V dO^T: the warp's 16 keys x the tile's queries.
+        st, dpt = [], []
+        for nq in range(bq // 8):
+            qrow = self.add(self.g, nq * 8)
+            for frags, smem, smt, dim, out in ((kf, "%Qs", qs, d, st), (vf, "%dOs", dos, dv, dpt)):
+                acc = zero
+                for kd in range(dim // 8):
+                    c0 = self.add(self.t4, kd * 8)
+                    b = [self.op(f"memref.load {smem}[{qrow}, {c}] : {smt}")
+                         for c in (c0, self.add(c0, 4))]
+                    bf = self.op(f"vector.from_elements {', '.join(b)} : vector<2x1xf32>")
+                    acc = self.op(f"nvgpu.mma.sync ({frags[kd]}, {bf}, {acc}) {MMA}")
+                out.append(acc)
+        p_tiles, ds_tiles = [], []
+        for nq in range(bq // 8):
+            pp, dd = [], []
+            for h in range(2):
+                ps_, dss_ = [], []
+                for c in range(2):
+                    qc = self.add(self.two_t, nq * 8 + c)
+                    sd = self.op(f"vector.extract {st[nq]}[{h}, {c}] : f32 from {acc_t}")
+                    dp = self.op(f"vector.extract {dpt[nq]}[{h}, {c}] : f32 from {acc_t}")
+                    s, valid, keep = self.logit(sd, self.add(i0, qc), keys[h])
+                    lse = self.load("%Ls", qc, ls, 1)
+                    live = self.and_(valid, self.cmpf("one", lse, self.cf(-math.inf)))
+                    p = self.select(live, self.exp(self.f("subf", s, lse)), self.cf(0.0))
+                    ds = self.f("mulf", p, self.f("subf", dp, self.load("%Ds", qc, ds_t, 1)))
+                    if keep is not None:
+                        ds = self.select(keep, ds, self.cf(0.0))
+                    ps_.append(p)
+                    dss_.append(ds)
+                pp.append(self.op(f"vector.from_elements {ps_[0]}, {ps_[1]} : vector<2xf32>"))
+                dd.append(self.op(f"vector.from_elements {dss_[0]}, {dss_[1]} : vector<2xf32>"))
+            p_tiles.append(pp)
+            ds_tiles.append(dd)
+        # dV += P^T dO (the warp's rows of the buffer; no other warp reads them).
+        self._to_buffer("%Bf", buf, warp, p_tiles)
+        self.emit("gpu.barrier")
+        dvs = self._mma_rows("%Bf", buf, warp, bq, "%dOs", dos, dv, dvs)
+        self.emit("gpu.barrier")  # P^T read: the buffer takes dS^T
+        self._to_buffer("%Bf", buf, warp, ds_tiles)
+        self.emit("gpu.barrier")  # dQ reads every warp's dS^T
+        dk = self._mma_rows("%Bf", buf, warp, bq, "%Qs", qs, d, dk)
+        if "dq" in self.mem:
+            self._dq_mma(n, i0, bq, bkv, warp, buf, ks)
+        out = self.close_for(dk + dvs, types, res)
+        self._store_tiles("dk", keys, out[:nk], d, self.scale)
+        self._store_tiles("dv", keys, out[nk:], dv, None)
+        self.grid, self.block = (self.n * nkt, 1, 1), (THREADS, 1, 1)
+        self.tiles = (bkv, bq)
+        return self._text(THREADS)
+
+    def _dq_mma(self, n, i0, bq, bkv, warp, buf, ks) -> None:
+        """dq[i0 .. i0 + bq, :] += scale * dS K over the block's keys: warp w computes query rows
+        16 (w % 2) .. + 16 and one half of the head dim's 8-column tiles (A[q, key] =
+        dS^T[key, q] from the buffer, B = K from shared memory), then adds its tiles into dq
+        with atomics (red.global.add)."""
+        d, tq = self.d, self.tq
+        acc_t = "vector<2x2xf32>"
+        zero = self.t.c("dense<0.0>", acc_t)
+        halves = WARPS // (bq // 16)  # warps sharing a 16-row slice of queries
+        per = (d // 8) // halves
+        m0 = self.mul(self.i("remui", warp, bq // 16), 16)
+        n_first = self.mul(self.i("divui", warp, bq // 16), per)
+        accs = [zero] * per
+        q0 = self.add(m0, self.g)
+        q8 = self.add(q0, 8)
+        for kk in range(bkv // 8):
+            c0 = self.add(self.t4, kk * 8)
+            c4 = self.add(c0, 4)
+            a = [self.op(f"memref.load %Bf[{k}, {q}] : {buf}")
+                 for q, k in ((q0, c0), (q8, c0), (q0, c4), (q8, c4))]
+            af = self.op(f"vector.from_elements {', '.join(a)} : vector<4x1xf32>")
+            for u in range(per):
+                col = self.add(self.mul(self.add(n_first, u), 8), self.g)
+                b = [self.op(f"memref.load %Ks[{r}, {col}] : {ks}") for r in (c0, c4)]
+                bf = self.op(f"vector.from_elements {', '.join(b)} : vector<2x1xf32>")
+                accs[u] = self.op(f"nvgpu.mma.sync ({af}, {bf}, {accs[u]}) {MMA}")
+        for h, q in enumerate((q0, q8)):
+            gq = self.add(i0, q)
+            ok = self.cmpi("ult", gq, self.ci(tq))
+            self.open_if(ok)
+            base = self.mul(self.add(self.mul(n, tq), gq), d)
+            for u in range(per):
+                for c in range(2):
+                    x = self.op(f"vector.extract {accs[u]}[{h}, {c}] : f32 from {acc_t}")
+                    x = self.f("mulf", x, self.cf(self.scale))
+                    col = self.add(self.mul(self.add(n_first, u), 8), self.two_t, c)
+                    self.op(f"memref.atomic_rmw addf {x}, {self.mem['dq']}"
+                            f"[{self.add(base, col)}] : (f32, {self.mt['dq']}) -> f32")
+            self.close_if(ok)
+
+    def _store_tiles(self, role: str, keys: list, accs: list, dim: int, scale) -> None:
+        """The warp's C tiles (its 16 keys x dim) into dk or dv (times scale), keys < Tk."""
+        if role not in self.mem:
+            return
+        acc_t = "vector<2x2xf32>"
+        for h in range(2):
+            ok = self.cmpi("ult", keys[h], self.ci(self.tk))
+            self.open_if(ok)
+            row = self.add(self.mul(self.nb, self.tk), keys[h])
+            for q, acc in enumerate(accs):
+                pair = self.op(f"vector.extract {acc}[{h}] : vector<2xf32> from {acc_t}")
+                if scale is not None:
+                    sc = self.op(f"vector.broadcast {self.cf(scale)} : f32 to vector<2xf32>")
+                    pair = self.op(f"arith.mulf {pair}, {sc} : vector<2xf32>")
+                at = self.add(self.mul(row, dim), self.two_t, q * 8)
+                self.emit(f"vector.store {pair}, {self.mem[role]}[{at}] {{alignment = 8}} : "
+                          f"{self.mt[role]}, vector<2xf32>")
+            self.close_if(ok)

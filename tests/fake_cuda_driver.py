@@ -47,7 +47,8 @@ class FakeDriver:
 
     CUresult = CUresult
     CUdevice_attribute = _names("CU_DEVICE_ATTRIBUTE_", ATTRS)
-    CUfunction_attribute = _names("CU_FUNC_ATTRIBUTE_", ["NUM_REGS", "SHARED_SIZE_BYTES"])
+    CUfunction_attribute = _names("CU_FUNC_ATTRIBUTE_", ["NUM_REGS", "SHARED_SIZE_BYTES",
+                                                         "MAX_DYNAMIC_SHARED_SIZE_BYTES"])
     CUstream_flags = types.SimpleNamespace(CU_STREAM_NON_BLOCKING=1)
     CUevent_flags = types.SimpleNamespace(CU_EVENT_DEFAULT=0, CU_EVENT_DISABLE_TIMING=2)
     CUstreamCaptureMode = types.SimpleNamespace(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL=1)
@@ -61,6 +62,8 @@ class FakeDriver:
         self.launches = 0
         self.calls: list[str] = []
         self._handles = 0
+        self.shared_optin = ATTRS["MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"]
+        self.dynamic_optin: dict = {}  # (entry, module text) -> opted-in dynamic shared bytes
 
     def __getattribute__(self, name):
         if name.startswith("cu"):
@@ -214,19 +217,30 @@ class FakeDriver:
     def cuFuncGetAttribute(self, attr, fn):
         return OK, 0
 
+    def cuFuncSetAttribute(self, fn, attr, value):
+        if "MAX_DYNAMIC_SHARED_SIZE_BYTES" not in str(attr):
+            return (CUresult.CUDA_ERROR_INVALID_VALUE,)
+        if value > self.shared_optin:
+            return (CUresult.CUDA_ERROR_INVALID_VALUE,)
+        self.dynamic_optin[(fn[1], fn[2])] = int(value)
+        return (OK,)
+
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        # As the driver: more than 48 KiB of dynamic shared memory needs the function's opt-in.
+        if smem > 48 * 1024 and self.dynamic_optin.get((fn[1], fn[2]), 0) < smem:
+            return (CUresult.CUDA_ERROR_INVALID_VALUE,)
         text = fn[2]
         signature = re.search(rf"gpu\.func @{fn[1]}\(([^)]*)\)", text).group(1)
         nargs = signature.count("memref<")
         slots = (ctypes.c_void_p * nargs).from_address(params)
         addrs = [ctypes.c_uint64.from_address(p).value for p in slots]
-        args = (fn[1], text, (gx, gy, gz), (bx, by, bz), addrs)
+        args = (fn[1], text, (gx, gy, gz), (bx, by, bz), addrs, int(smem))
         if stream in self.capturing:
             self.capturing[stream].append(args)
             return (OK,)
         return (self._run(*args),)
 
-    def _run(self, entry, text, grid, block, addrs):
+    def _run(self, entry, text, grid, block, addrs, smem=0):
         from nova.compiler.codegen.cuda.simulate import simulate
 
         self.launches += 1
@@ -235,7 +249,7 @@ class FakeDriver:
             buf = self.view(a)
             arrays.append(buf[: buf.nbytes // 8 * 8])
         try:
-            simulate(text, entry, grid, block, arrays)
+            simulate(text, entry, grid, block, arrays, dynamic_shared_bytes=smem)
         except IndexError:
             return CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
         return OK

@@ -84,7 +84,7 @@ def _simulate(prog, args, precision="highest"):
             outs = [env[id(v)] if id(v) in env else np.full(v.type.shape, np.nan, v.type.dtype)
                     for v in gk.program.outputs]
             simulate(wrap_module(gk.name, em.text, "sm_90"), gk.name, em.grid, em.block,
-                     ins + outs)
+                     ins + outs, dynamic_shared_bytes=getattr(em, "dynamic_shared_bytes", 0))
             env.update({id(v): a for v, a in zip(gk.program.outputs, outs, strict=True)})
             kinds.append(gk.kind)
             if gk.kind == "attention":

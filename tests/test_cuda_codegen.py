@@ -206,7 +206,8 @@ def _simulate_program(fn, specs, precision, seed=0, sm_count=None):
             # A scatter's fill and atomic-add launches write one buffer.
             outs = [env[id(v)] if id(v) in env else np.zeros(v.type.shape, v.type.dtype)
                     for v in gk.program.outputs]
-            simulate(wrap_module(gk.name, em.text, "sm_90"), gk.name, em.grid, em.block, ins + outs)
+            simulate(wrap_module(gk.name, em.text, "sm_90"), gk.name, em.grid, em.block, ins + outs,
+                     dynamic_shared_bytes=getattr(em, "dynamic_shared_bytes", 0))
             env.update({id(v): a for v, a in zip(gk.program.outputs, outs, strict=True)})
     return [env[id(v)] for v in prog.outputs], run_program(prog, args)
 
@@ -334,8 +335,11 @@ def test_simulated_large_tiles(name, fn, specs):
     assert (em.BM, em.BN, em.threads) == (128, 128, 256)
     if name == "odd_k":  # A's rows not 16-byte aligned: staged through registers, B by vectors
         assert em.stages == 0 and em.text.count("vector.load") == 2 * 2  # prologue + loop
-    else:  # 16-byte cp.async chunks, 2 per operand per slice: S - 1 slices ahead + the loop's
-        assert em.stages == 2 and em.text.count("nvgpu.device_async_copy") == 4 * em.stages
+    else:  # 16-byte cp.async chunks: S - 1 slices ahead + the loop's; sm_90's dynamic shared
+        # memory holds 3 stages of 32-deep slices, two blocks per SM
+        assert (em.stages, em.BK) == (3, 32) and 48 * 1024 < em.dynamic_shared_bytes <= 113 * 1024
+        chunks = (em.BM + em.BN) * em.BK // (4 * em.threads)
+        assert em.text.count("nvgpu.device_async_copy") == chunks * em.stages
     got, want = _simulate_program(fn, specs, "tf32", sm_count=1)
     for g, w in zip(got, want, strict=True):
         scale = float(np.max(np.abs(w)))

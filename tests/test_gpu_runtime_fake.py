@@ -868,3 +868,26 @@ def test_a_lent_output_passed_donated_and_not_donated_is_staged(fake):
     for i in range(8):
         assert np.asarray(g(batches[i % 2])).tolist() == [float(i % 2) + 1.0] * 4
     assert fake.calls.count("cuGraphLaunch") >= 5
+
+
+def test_a_gemm_with_dynamic_shared_memory_opts_in_once(fake):
+    """A TF32 GEMM whose cp.async ring needs more than 48 KiB takes dynamic shared memory: the
+    executable opts its function in once (cuFuncSetAttribute, as the driver requires before
+    such a launch), every launch passes the bytes, and the result is the product."""
+    nova.config.update("matmul_precision", "tf32")
+    try:
+        f = nova.jit(lambda a, b: a @ b)
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((64, 96)).astype(f32)
+        b = rng.standard_normal((96, 128)).astype(f32)
+        first = f(nova.device_put(a, "cuda"), nova.device_put(b, "cuda"))
+        again = f(nova.device_put(b.T.copy(), "cuda"), nova.device_put(a.T.copy(), "cuda"))
+    finally:
+        nova.config.update("matmul_precision", "highest")
+    opted = list(fake.dynamic_optin.values())
+    assert opted and all(v > 48 * 1024 for v in opted), opted
+    assert fake.calls.count("cuFuncSetAttribute") == len(opted)  # once per function
+    want = a.astype(np.float64) @ b
+    np.testing.assert_allclose(np.asarray(first), want, atol=2e-3 * np.abs(want).max())
+    want2 = b.T.astype(np.float64) @ a.T
+    np.testing.assert_allclose(np.asarray(again), want2, atol=2e-3 * np.abs(want2).max())

@@ -57,7 +57,7 @@ from nova.gpu.executable import CUDAExecutable, GPULaunch
 from nova.gpu.module import LaunchConfig
 
 # Bump when generated GPU code changes meaning or launch ABI: old disk entries then miss.
-CUDA_CODEGEN_VERSION = "nova-cuda-1"
+CUDA_CODEGEN_VERSION = "nova-cuda-2"  # 2: records carry dynamic_shared_bytes
 stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0}
 _mem: dict[str, dict] = {}
 
@@ -72,9 +72,11 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
     if k.kind == "loop":
         return [(k, emit_gpu_loop_kernel(k.name, k))]
     if k.kind == "contraction":
-        sms = sm_count or describe(arch).sm_count
+        props = describe(arch)
+        sms = sm_count or props.sm_count
         try:
-            return [(k, emit_gpu_contraction(k.name, k, precision, sms))]
+            return [(k, emit_gpu_contraction(k.name, k, precision, sms,
+                                             props.max_shared_memory_per_block_optin))]
         except NotImplementedError:
             if len(k.program.eqns) > 1:  # GEMM + separate epilogue loop kernel
                 return [part for p in _split_epilogue(k)
@@ -103,9 +105,13 @@ def _check_limits(sym: str, em, arch: str) -> None:
     """The launch configuration fits the architecture's limits (else a codegen bug)."""
     props = describe(arch)
     threads = int(np.prod(em.block))
-    if threads > props.max_threads_per_block or em.shared_bytes > props.max_shared_memory_per_block:
+    dynamic = getattr(em, "dynamic_shared_bytes", 0)
+    if (threads > props.max_threads_per_block
+            or em.shared_bytes > props.max_shared_memory_per_block
+            or em.shared_bytes + dynamic > props.max_shared_memory_per_block_optin):
         raise CompilerError(f"cuda codegen: kernel {sym} needs {threads} threads and "
-                            f"{em.shared_bytes} B of shared memory per block, over {arch}'s limits")
+                            f"{em.shared_bytes} B of static and {dynamic} B of dynamic shared "
+                            f"memory per block, over {arch}'s limits")
     if em.grid[0] >= 2**31 or max(em.grid[1:]) > 65535:
         raise CompilerError(f"cuda codegen: kernel {sym} grid {em.grid} exceeds CUDA's limits")
 
@@ -193,6 +199,7 @@ def compile_kernels(fused, target: str, precision: str | None = None) -> dict:
             digest = hashlib.sha256(ptx[sym].encode()).hexdigest()
             rec = {"entry": sym, "ptx": ptx[sym], "sha256": digest,
                    "grid": list(em.grid), "block": list(em.block), "shared_bytes": em.shared_bytes,
+                   "dynamic_shared_bytes": getattr(em, "dynamic_shared_bytes", 0),
                    "kind": gk.kind, "target": target, "version": CUDA_CODEGEN_VERSION}
             _mem[key] = rec
             _disk_put(key, rec)
@@ -229,8 +236,10 @@ def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecuta
                 gk.name, [slot(v) for v in gk.program.inputs],
                 [slot(v) for v in gk.program.outputs],
                 [v.type for v in gk.program.outputs], rec["ptx"], rec["entry"],
-                LaunchConfig(tuple(rec["grid"]), tuple(rec["block"]), 0), gk,
-                info={"kind": gk.kind, "shared_bytes": rec["shared_bytes"]}))
+                LaunchConfig(tuple(rec["grid"]), tuple(rec["block"]),
+                             rec.get("dynamic_shared_bytes", 0)), gk,
+                info={"kind": gk.kind, "shared_bytes": rec["shared_bytes"],
+                      "dynamic_shared_bytes": rec.get("dynamic_shared_bytes", 0)}))
         flops = sum(e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs],
                                 **e.params).flops for e in k.program.eqns)
         moved = sum(v.type.nbytes for v in k.inputs) + sum(v.type.nbytes for v in k.outputs)

@@ -56,6 +56,8 @@ _modules: dict = {}  # (device ordinal, sha256 of the PTX) -> loaded module (per
 # fresh batch each step alternates between two addresses (the caching allocator hands the
 # block of the batch before last back), and a few more cover an evaluation beside training.
 GRAPHS_KEPT = 4
+# Dynamic shared memory a kernel may take without opting in (cuFuncSetAttribute).
+STATIC_SHARED_LIMIT = 48 * 1024
 
 
 def load_module(ptx: str, ordinal: int | None = None) -> Module:
@@ -217,7 +219,12 @@ class CUDAExecutable:
                     copy_host_to_device(self.addr[s], np.ascontiguousarray(value), self.stream)
                 self.functions.append(None)
                 continue
-            self.functions.append(load_module(launch.ptx, ordinal).function(launch.entry))
+            fn = load_module(launch.ptx, ordinal).function(launch.entry)
+            dynamic = launch.config.shared_bytes
+            if dynamic > STATIC_SHARED_LIMIT and getattr(fn, "dynamic_optin", 0) < dynamic:
+                fn.set_attribute("MAX_DYNAMIC_SHARED_SIZE_BYTES", dynamic)  # opt in, once
+                fn.dynamic_optin = dynamic
+            self.functions.append(fn)
         self._ready = True
 
     def _launch_all(self, stream=None, addr=None) -> None:

@@ -74,6 +74,13 @@ class Function:
         attr = getattr(d.CUfunction_attribute, "CU_FUNC_ATTRIBUTE_" + name)
         return int(_drv.call("cuFuncGetAttribute", attr, self.handle))
 
+    def set_attribute(self, name: str, value: int) -> None:
+        """Sets a CUfunction attribute, e.g. "MAX_DYNAMIC_SHARED_SIZE_BYTES" (the opt-in a
+        launch with more than 48 KiB of dynamic shared memory needs)."""
+        d = _drv.driver()
+        attr = getattr(d.CUfunction_attribute, "CU_FUNC_ATTRIBUTE_" + name)
+        _drv.call("cuFuncSetAttribute", self.handle, attr, int(value))
+
     def launch(self, config: LaunchConfig, pointers, stream=None) -> None:
         """Launches the kernel with one device address (int) per parameter on `stream`
         (None: the legacy default stream)."""

@@ -60,7 +60,8 @@ def _compute_dtype(dtype):
 class GPUMatmul(StagingMixin):
     """Emits one contraction kernel; after `emit()` the launch configuration is in grid/block."""
 
-    def __init__(self, name: str, kernel: Kernel, tf32: bool, sm_count: int):
+    def __init__(self, name: str, kernel: Kernel, tf32: bool, sm_count: int,
+                 shared_optin: int = 48 * 1024):
         dots = [e for e in kernel.program.eqns if e.prim.name == "dot_general"]
         if len(dots) != 1 or len(kernel.program.outputs) != 1:
             raise NotImplementedError(
@@ -100,7 +101,12 @@ class GPUMatmul(StagingMixin):
                 raise NotImplementedError(f"cuda codegen: epilogue of {name} changes the shape")
             self.epilogue = _Epilogue(kernel, out, out.type.shape, groups)
         self.epi_inputs = list(kernel.program.inputs[2:])
+        self.shared_optin = shared_optin
         self._choose_tiles(sm_count)
+        # With the dynamic shared memory of sm_80+ (up to `shared_optin` bytes per block) the
+        # cp.async ring takes K slices of 32 (TF32 too): half the barriers per flop.
+        if self.tf32 and shared_optin > SHARED_LIMIT and self.async_ready():
+            self.BK = 2 * BK
         nx = -(-self.n // self.BN)
         # Grid z holds the batch up to CUDA's limit of 65,535; a larger batch folds into grid x
         # (limit 2^31 - 1): block x = batch * column tiles + column tile.
@@ -108,6 +114,7 @@ class GPUMatmul(StagingMixin):
         self.grid = ((nx * self.batch, -(-self.m // self.BM), 1) if self.fold_batch
                      else (nx, -(-self.m // self.BM), self.batch))
         self.shared_bytes = 0
+        self.dynamic_shared_bytes = 0
 
     def _choose_tiles(self, sm_count: int) -> None:
         """The largest tensor-core tile that still gives every SM at least one block (a wave);
@@ -149,16 +156,22 @@ class GPUMatmul(StagingMixin):
         self.se = el if self.half else ce  # shared memory's element type (bf16 as i16 bits)
         itemsize = 2 if self.half else np.dtype(self.ct).itemsize
         stage_bytes = itemsize * (a_shape[0] * a_shape[1] + b_shape[0] * b_shape[1])
-        # cp.async pipeline (sm_80+): as many stages as fit in the 48 KiB of static shared
-        # memory, up to 4, when both tiles copy as 16-byte chunks; else one buffer staged through
-        # registers.
+        # cp.async pipeline (sm_80+) when both tiles copy as 16-byte chunks, else one buffer
+        # staged through registers. Stages: up to 4 such that two blocks fit an SM's opt-in
+        # shared memory (dynamic shared memory past the 48 KiB of static), else as many as
+        # fit in 48 KiB; at least 2.
         self.stages = 0
         if (self.tf32 or self.half) and self.async_ready():
-            self.stages = max(2, min(4, SHARED_LIMIT // stage_bytes))
+            fit = [s for s in (4, 3, 2) if 2 * s * stage_bytes <= self.shared_optin]
+            self.stages = fit[0] if fit else max(2, min(4, SHARED_LIMIT // stage_bytes))
         lead = f"{self.stages}x" if self.stages else ""
         self.as_t = f"memref<{lead}{a_shape[0]}x{a_shape[1]}x{self.se}, {smem}>"
         self.bs_t = f"memref<{lead}{b_shape[0]}x{b_shape[1]}x{self.se}, {smem}>"
-        self.shared_bytes = stage_bytes * max(self.stages, 1)
+        total = stage_bytes * max(self.stages, 1)
+        a_bytes = itemsize * max(self.stages, 1) * a_shape[0] * a_shape[1]  # Bs follows As
+        dynamic = total > SHARED_LIMIT
+        self.shared_bytes = 0 if dynamic else total
+        self.dynamic_shared_bytes = total if dynamic else 0
         b, m, n, k = self.batch, self.m, self.n, self.k
         out_t = self.final.type
         args = [f"%a: memref<{b * m * k}x{el}>", f"%b: memref<{b * k * n}x{el}>"]
@@ -167,9 +180,24 @@ class GPUMatmul(StagingMixin):
         # Both tiles are read and written with 16-byte vector accesses (staging.py), but MLIR
         # places workgroup buffers at the element's alignment unless told otherwise.
         align = "{llvm.align = 16 : i64}"
-        head = (f"    gpu.func @{self.name}({', '.join(args)}) workgroup(%As : {self.as_t} "
-                f"{align}, %Bs : {self.bs_t} {align}) kernel attributes {{known_block_size = "
-                f"array<i32: {self.threads}, 1, 1>}} {{")
+        attrs = (f"kernel attributes {{known_block_size = array<i32: {self.threads}, 1, 1>}} "
+                 "{")
+        if dynamic:  # views of the block's dynamic shared memory (an extern .shared array)
+            dyn, dyn_t = f"@{self.name}_smem", f"memref<0xi8, {smem}>"
+            bytes_t = f"memref<{total}xi8, {smem}>"
+            head = "\n".join([
+                f"    memref.global \"public\" {dyn} : {dyn_t} {{alignment = 16 : i64}}",
+                f"    gpu.func @{self.name}({', '.join(args)}) {attrs}",
+                f"      %smem0 = memref.get_global {dyn} : {dyn_t}",
+                f"      %smem = memref.reinterpret_cast %smem0 to offset: [0], sizes: [{total}], "
+                f"strides: [1] : {dyn_t} to {bytes_t}",
+                "      %smem_a = arith.constant 0 : index",
+                f"      %smem_b = arith.constant {a_bytes} : index",
+                f"      %As = memref.view %smem[%smem_a][] : {bytes_t} to {self.as_t}",
+                f"      %Bs = memref.view %smem[%smem_b][] : {bytes_t} to {self.bs_t}"])
+        else:
+            head = (f"    gpu.func @{self.name}({', '.join(args)}) workgroup(%As : {self.as_t} "
+                    f"{align}, %Bs : {self.bs_t} {align}) {attrs}")
         self.bx = t.op("gpu.block_id x")
         self.by = t.op("gpu.block_id y")
         if self.fold_batch:
@@ -300,15 +328,18 @@ class GPUMatmul(StagingMixin):
 
 
 def emit_gpu_contraction(name: str, kernel: Kernel, precision: str,
-                         sm_count: int = 132) -> GPUMatmul:
+                         sm_count: int = 132, shared_optin: int = 48 * 1024) -> GPUMatmul:
     """The emitter of a contraction kernel after `emit()` (text in `.text`; launch configuration
-    in `.grid`, `.block`, `.shared_bytes`). precision: "tf32" uses tensor cores for float32
-    operands; sm_count (of the target) sizes the tiles.
+    in `.grid`, `.block`, `.shared_bytes` (static) and `.dynamic_shared_bytes` (set when the
+    cp.async ring needs more than 48 KiB: the launch must opt in)). precision: "tf32" uses
+    tensor cores for float32 operands; sm_count and shared_optin (the target's SM count and
+    opt-in shared memory per block) size the tiles and the pipeline.
 
     Raises NotImplementedError naming what is unsupported (layout, dtype, several outputs)."""
     if precision not in ("highest", "tf32"):
         raise ValueError(f"matmul precision must be 'highest' or 'tf32', got {precision!r}")
-    mm = GPUMatmul(name, kernel, tf32=precision == "tf32", sm_count=sm_count)
+    mm = GPUMatmul(name, kernel, tf32=precision == "tf32", sm_count=sm_count,
+                   shared_optin=shared_optin)
     mm.text = mm.emit()
     mm.block = (mm.threads, 1, 1)
     kernel.schedule.update({"gpu_schedule": mm.schedule, "tile": (mm.BM, mm.BN, mm.BK)})

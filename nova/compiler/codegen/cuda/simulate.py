@@ -7,7 +7,8 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
 - loads and stores see only active threads; an active thread reading or writing outside its
   memref raises IndexError, and a `vector.load/store {alignment = A}` whose address is not a
   multiple of A raises AssertionError (base addresses taken as 256-byte aligned, as cuMemAlloc's);
-- workgroup memory has one copy per block; `gpu.barrier` is a no-op (lockstep already orders every
+- workgroup memory has one copy per block (dynamic shared memory too: each `memref.view` of it
+  is a buffer of its own, and overlapping views are refused); `gpu.barrier` is a no-op (lockstep already orders every
   store before every later load, so a missing barrier cannot be detected);
 - `gpu.shuffle xor` exchanges lanes within each warp of 32;
 - atomics: `memref.atomic_rmw` adds every thread's value; `memref.generic_atomic_rmw` runs its
@@ -54,7 +55,7 @@ def _elem(t) -> str:
 
 
 class _Sim:
-    def __init__(self, ir, module, grid, block):
+    def __init__(self, ir, module, grid, block, dynamic_shared_bytes=0):
         self.ir = ir
         self.grid, self.B = tuple(grid), int(block[0])
         self.nblocks = int(np.prod(self.grid))
@@ -64,10 +65,16 @@ class _Sim:
         gx, gy = self.grid[0], self.grid[1]
         self.bid = {"x": self.blk % gx, "y": (self.blk // gx) % gy, "z": self.blk // (gx * gy)}
         self.globals = {}
+        self.dynamic = set()  # extern workgroup globals: the launch's dynamic shared memory
+        self.dynamic_bytes = int(dynamic_shared_bytes)
+        self.views: list = []  # (byte offset, bytes) of the views taken of it
         for op in module.regions[0].blocks[0].operations:
             if op.operation.name == "memref.global":
                 name = ir.StringAttr(op.attributes["sym_name"]).value
                 mt = op.attributes["type"].value
+                if "initial_value" not in op.attributes and "workgroup" in str(mt):
+                    self.dynamic.add(name)
+                    continue
                 data = np.array(op.attributes["initial_value"]).astype(_NP[_elem(mt)])
                 self.globals[name] = data.reshape(list(mt.shape))
         self.env: dict = {}
@@ -134,6 +141,28 @@ class _Sim:
         else:
             flat_arr[flat[mask]] = v[mask]
 
+    def view(self, op, ins, res_t):
+        """memref.view of the dynamic shared memory: a workgroup array of its own per view
+        (views must not overlap: overlapping ones raise NotImplementedError)."""
+        if not isinstance(ins[0], tuple):
+            raise NotImplementedError("simulate: memref.view of anything but dynamic shared memory")
+        offset = ins[1]
+        if np.any(offset != offset[0]):
+            raise NotImplementedError("simulate: memref.view at a per-thread offset")
+        start = int(offset[0])
+        dt = _NP[_elem(res_t)]
+        nbytes = int(np.prod(res_t.shape)) * np.dtype(dt).itemsize
+        if start % 16 or start + nbytes > ins[0][1]:
+            raise IndexError(f"simulate: view of {nbytes} B at byte {start} of {ins[0][1]} B "
+                             "(16-byte aligned, inside) of dynamic shared memory")
+        for s0, n0 in self.views:
+            if start < s0 + n0 and s0 < start + nbytes:
+                raise NotImplementedError("simulate: overlapping views of dynamic shared memory")
+        self.views.append((start, nbytes))
+        buf = np.zeros([self.nblocks] + list(res_t.shape), dt)
+        self.shared.add(id(buf))
+        return buf
+
     def async_copy(self, op, mask):
         """cp.async of dstElements elements: the first srcElements (all when absent) read from
         the source, the rest zero-filled; the copy lands at once. Returns a dummy token."""
@@ -197,7 +226,16 @@ class _Sim:
         elif name == "memref.generic_atomic_rmw":
             out = self.run_cas(op, mask)
         elif name == "memref.get_global":
-            out = self.globals[ir.FlatSymbolRefAttr(op.attributes["name"]).value]
+            sym = ir.FlatSymbolRefAttr(op.attributes["name"]).value
+            out = ("dynamic", 0) if sym in self.dynamic else self.globals[sym]
+        elif name == "memref.reinterpret_cast" and isinstance(ins[0], tuple):
+            size = int(np.prod(res_t.shape)) * np.dtype(_NP[_elem(res_t)]).itemsize
+            if size > self.dynamic_bytes:
+                raise IndexError(f"simulate: the kernel takes {size} B of dynamic shared memory, "
+                                 f"the launch gives {self.dynamic_bytes} B")
+            out = ("dynamic", size)
+        elif name == "memref.view":
+            out = self.view(op, ins, res_t)
         elif name == "nvgpu.device_async_copy":
             out = self.async_copy(op, mask)
         elif name == "nvgpu.device_async_create_group":
@@ -417,10 +455,12 @@ class _Sim:
         return out.reshape(self.T, 4)
 
 
-def simulate(module_text: str, entry: str, grid, block, args: list) -> None:
+def simulate(module_text: str, entry: str, grid, block, args: list,
+             dynamic_shared_bytes: int = 0) -> None:
     """Runs kernel `entry` of a `gpu.module` text (as from wrap_module, without the outer
-    container module) over `grid` x `block` threads; `args` are NumPy arrays, one per kernel
-    argument (bare pointers: any array of the argument's size), outputs written in place."""
+    container module) over `grid` x `block` threads with `dynamic_shared_bytes` of dynamic
+    shared memory per block; `args` are NumPy arrays, one per kernel argument (bare pointers:
+    any array of the argument's size), outputs written in place."""
     from nova.compiler.bindings import load_mlir
 
     load_mlir()
@@ -436,7 +476,7 @@ def simulate(module_text: str, entry: str, grid, block, args: list) -> None:
         if not funcs:
             raise KeyError(f"simulate: no gpu.func @{entry}")
         fn = funcs[0]
-        sim = _Sim(ir, gmod, grid, block)
+        sim = _Sim(ir, gmod, grid, block, dynamic_shared_bytes)
         body = fn.regions[0].blocks[0]
         n_wg = len(body.arguments) - len(args)
         for arg, a in zip(body.arguments[:len(args)], args, strict=True):

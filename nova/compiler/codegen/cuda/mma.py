@@ -40,10 +40,24 @@ class MmaSchedule:
         self.g = t.idx("divui", lane, t.c(4))
         self.tt = t.idx("remui", lane, t.c(4))
         self.MI, self.NI = self.wtm // 16, self.wtn // 8
+        # ldmatrix row addresses (PTX ISA, ldmatrix: lanes 8i .. 8i + 7 give the rows of 8x8
+        # matrix i): l8 = lane % 8, q1 = lane / 8 % 2 and q2 = lane / 16 select the 8-row and
+        # 16-byte halves a matrix covers.
+        self.l8 = t.idx("remui", lane, t.c(8))
+        self.q1 = t.idx("remui", t.idx("divui", lane, t.c(8)), t.c(2))
+        self.q2 = t.idx("divui", lane, t.c(16))
 
     def init_accs(self) -> list:
         self.acc_type = "vector<2x2xf32>"
         return [self.t.c("dense<0.0>", "vector<2x2xf32>")] * (self.MI * self.NI)
+
+    def ldmatrix(self, which: str, free: str, k: str, tiles: int, trans: bool, res: str) -> str:
+        """nvgpu.ldmatrix (ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16) of tile `which`,
+        this lane's row address at (free, k)."""
+        smem, mt = ("%As", self.as_t) if which == "a" else ("%Bs", self.bs_t)
+        at = self.smem_index(which, k, free, self.stage)
+        return self.t.op(f"nvgpu.ldmatrix {smem}[{at}] {{numTiles = {tiles} : i32, transpose = "
+                         f"{'true' if trans else 'false'}}} : {mt} -> {res}")
 
     def steps(self, accs: list) -> list:
         t = self.t
@@ -53,6 +67,12 @@ class MmaSchedule:
             c1 = t.add(c0, t.c(4))
             fa = []
             for mi in range(self.MI):
+                if self.smem_a_ik:  # As[m][k]: one ldmatrix.x4 (32-bit elements as b16 pairs)
+                    row = t.add(self.wm0, t.c(mi * 16), self.l8, t.mul(self.q1, 8))
+                    col = t.add(t.mul(self.q2, 4), t.c(ks * 8))
+                    fa.append(MmaSchedule.ldmatrix(self, "a", row, col, 4, False,
+                                                   "vector<4x1xf32>"))
+                    continue
                 r0 = t.add(self.wm0, t.c(mi * 16), self.g)
                 r1 = t.add(r0, t.c(8))
                 vals = [t.op(f"memref.load %As[{self.smem_index('a', c, r, self.stage)}] : "
@@ -60,6 +80,19 @@ class MmaSchedule:
                 fa.append(t.op(f"vector.from_elements {', '.join(vals)} : vector<4x1xf32>"))
             fb = []
             for ni in range(self.NI):
+                if self.smem_b_jk and ni % 2 == 0 and ni + 1 < self.NI:
+                    # Bs[n][k]: one ldmatrix.x4 gives b0, b1 of two 8-column tiles.
+                    row = t.add(self.wn0, t.c(ni * 8), self.l8, t.mul(self.q2, 8))
+                    col = t.add(t.mul(self.q1, 4), t.c(ks * 8))
+                    v = MmaSchedule.ldmatrix(self, "b", row, col, 4, False, "vector<4x1xf32>")
+                    for h in range(2):
+                        parts = [t.op(f"vector.extract {v}[{2 * h + j}, 0] : f32 from "
+                                      "vector<4x1xf32>") for j in range(2)]
+                        fb.append(t.op(f"vector.from_elements {', '.join(parts)} : "
+                                       "vector<2x1xf32>"))
+                    continue
+                if len(fb) > ni:
+                    continue
                 col = t.add(self.wn0, t.c(ni * 8), self.g)
                 vals = [t.op(f"memref.load %Bs[{self.smem_index('b', kr, col, self.stage)}] : "
                              f"{self.bs_t}") for kr in (c0, c1)]
@@ -126,6 +159,17 @@ class HalfMmaSchedule(MmaSchedule):
         self.acc_type = "f32"
         return [self.t.c("0.0", "f32")] * (4 * self.MI * self.NI)
 
+    def _word(self, v: str, i: int) -> str:
+        """Register i of an ldmatrix result (two 16-bit values) as the mma operand type."""
+        t = self.t
+        se = self.se
+        pair = t.op(f"vector.extract {v}[{i}] : vector<2x{se}> from vector<4x2x{se}>")
+        word = t.op(f"vector.bitcast {pair} : vector<2x{se}> to vector<1xi32>")
+        reg = t.op(f"vector.extract {word}[0] : i32 from vector<1xi32>")
+        if self.mma_type == "f16":
+            reg = t.op(f"llvm.bitcast {reg} : i32 to vector<2xf16>")
+        return reg
+
     def _register(self, which: str, free: str, k: str) -> str:
         """The 32-bit register of the pair (free, k), (free, k + 1) of tile `which`: one 32-bit
         load where k is the tile's inner dimension, else two 16-bit loads packed."""
@@ -161,16 +205,37 @@ class HalfMmaSchedule(MmaSchedule):
         for ks in range(self.BK // 16):
             k0 = t.add(two_t, t.c(ks * 16)) if ks else two_t
             k8 = t.add(k0, t.c(8))
+            # ldmatrix.x4 per A tile and per pair of B tiles; .trans where k is not the tile's
+            # inner dimension (each lane then gets the k pair of its row or column).
+            res = f"vector<4x2x{self.se}>"
             fa = []
             for mi in range(self.MI):
-                r0 = t.add(self.wm0, t.c(mi * 16), self.g)
-                r8 = t.add(r0, t.c(8))
-                fa.append([HalfMmaSchedule._register(self, "a", r, k)
-                           for r, k in ((r0, k0), (r8, k0), (r0, k8), (r8, k8))])
+                m0 = t.add(self.wm0, t.c(mi * 16))
+                if self.smem_a_ik:
+                    v = MmaSchedule.ldmatrix(self, "a", t.add(m0, self.l8, t.mul(self.q1, 8)),
+                                             t.add(t.mul(self.q2, 8), t.c(ks * 16)), 4, False, res)
+                else:
+                    v = MmaSchedule.ldmatrix(self, "a", t.add(m0, t.mul(self.q1, 8)),
+                                             t.add(self.l8, t.mul(self.q2, 8), t.c(ks * 16)), 4,
+                                             True, res)
+                fa.append([HalfMmaSchedule._word(self, v, i) for i in range(4)])
             fb = []
             for ni in range(self.NI):
-                col = t.add(self.wn0, t.c(ni * 8), self.g)
-                fb.append([HalfMmaSchedule._register(self, "b", col, k) for k in (k0, k8)])
+                if ni % 2 == 0 and ni + 1 < self.NI:
+                    n0 = t.add(self.wn0, t.c(ni * 8))
+                    if self.smem_b_jk:
+                        v = MmaSchedule.ldmatrix(self, "b", t.add(n0, self.l8, t.mul(self.q2, 8)),
+                                                 t.add(t.mul(self.q1, 8), t.c(ks * 16)), 4, False,
+                                                 res)
+                    else:
+                        v = MmaSchedule.ldmatrix(self, "b", t.add(n0, t.mul(self.q2, 8)),
+                                                 t.add(self.l8, t.mul(self.q1, 8), t.c(ks * 16)),
+                                                 4, True, res)
+                    words = [HalfMmaSchedule._word(self, v, i) for i in range(4)]
+                    fb += [words[:2], words[2:]]
+                elif len(fb) == ni:  # an odd last tile
+                    col = t.add(self.wn0, t.c(ni * 8), self.g)
+                    fb.append([HalfMmaSchedule._register(self, "b", col, k) for k in (k0, k8)])
             for mi in range(self.MI):
                 for ni in range(self.NI):
                     i = 4 * (self.NI * mi + ni)

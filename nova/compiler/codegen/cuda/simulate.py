@@ -15,6 +15,8 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
   region for one thread after another;
 - `nvgpu.device_async_copy` (cp.async) lands at issue, zero-filling past its source size, and
   every `device_async_wait` is satisfied (so a missing wait cannot be detected either);
+- `nvgpu.ldmatrix` distributes each warp's 8x8 matrices as the PTX ISA's ldmatrix does (rows
+  from lanes 8i..8i+7, 16-byte aligned; .trans for 16-bit elements);
 - `nvgpu.mma.sync` m16n8k8 (tf32) and `nvvm.mma.sync` m16n8k16 (f16, bf16) assemble each warp's
   fragments with the PTX ISA layout (see codegen/cuda/mma.py) and multiply in float64, adding
   the float32 accumulator once (the hardware's accumulation order is not modelled).
@@ -163,6 +165,38 @@ class _Sim:
         self.shared.add(id(buf))
         return buf
 
+    def ldmatrix(self, op, mask, res_t):
+        """ldmatrix.sync.aligned.m8n8.xN[.trans].b16: lanes 8i .. 8i + 7 of each warp give the
+        16-byte rows of matrix i; lane L receives, of each matrix, the 32 bits at row L / 4,
+        word L % 4 (with .trans: the 16-bit values at rows 2 (L % 4) and 2 (L % 4) + 1 of
+        column L / 4). Each row address must be 16-byte aligned."""
+        tiles = self.ir.IntegerAttr(op.attributes["numTiles"]).value
+        trans = self.ir.BoolAttr(op.attributes["transpose"]).value
+        mem, *idx = op.operands
+        lane = np.arange(self.T) % 32
+        gives = mask & (lane < 8 * tiles)
+        arr = self.env[mem]
+        size = arr.dtype.itemsize
+        epr = 16 // size  # elements per 16-byte row
+        flat_arr, flat = self._address(mem, [self.env[i] for i in idx], gives, epr)
+        if np.any(gives & ((flat * size) % 16 != 0)):
+            raise AssertionError("nvgpu.ldmatrix: a row address is not 16-byte aligned")
+        rows = flat_arr[np.where(gives, flat, 0)[:, None] + np.arange(epr)]  # (T, epr)
+        w = self.T // 32
+        mats = rows.reshape(w, 32, epr)[:, :8 * tiles].reshape(w, tiles, 8, epr)
+        L = np.arange(32)
+        if trans:
+            if size != 2:
+                raise NotImplementedError("simulate: ldmatrix .trans of 32-bit elements")
+            out = np.stack([mats[:, :, 2 * (L % 4) + j, L // 4] for j in range(2)], axis=-1)
+        elif size == 2:
+            out = np.stack([mats[:, :, L // 4, 2 * (L % 4) + j] for j in range(2)], axis=-1)
+        else:
+            out = mats[:, :, L // 4, L % 4][..., None]
+        # (w, tiles, 32, k) -> (T, tiles, k)
+        return np.ascontiguousarray(out.transpose(0, 2, 1, 3)).reshape(
+            (self.T, *res_t.shape)).astype(_NP[_elem(res_t)], copy=False)
+
     def async_copy(self, op, mask):
         """cp.async of dstElements elements: the first srcElements (all when absent) read from
         the source, the rest zero-filled; the copy lands at once. Returns a dummy token."""
@@ -242,6 +276,8 @@ class _Sim:
             out = np.zeros(self.T, np.int32)
         elif name == "nvgpu.device_async_wait":
             return  # copies land at issue (lockstep), so every wait is satisfied
+        elif name == "nvgpu.ldmatrix":
+            out = self.ldmatrix(op, mask, res_t)
         elif name == "nvvm.mma.sync":
             out = self._mma16(op, ins)
         elif name == "llvm.extractvalue":

@@ -463,6 +463,37 @@ def test_mma_operands_keep_vector_order():
     assert regs(d) == [stored[i] for i in range(4)]
 
 
+@pytest.mark.parametrize("el,res", [("f32", "vector<4x1xf32>"), ("i16", "vector<4x2xi16>")])
+def test_ldmatrix_results_keep_matrix_order(el, res):
+    """The link the simulator assumes for nvgpu.ldmatrix: row i of the result vector is the
+    i-th destination register of ldmatrix.x4 (matrix i, from lanes 8i .. 8i + 7)."""
+    import re
+
+    from nova.compiler.codegen.cuda.compile import compile_to_ptx, wrap_module
+
+    rows = int(res.split("x")[0].split("<")[1])
+    inner = res.split("x")[1]
+    stores = "\n".join(
+        f"      %c{i + 1} = arith.constant {i} : index\n"
+        f"      %p{i} = vector.extract %v[{i}] : vector<{inner}x{el}> from {res}\n"
+        f"      %w{i} = vector.bitcast %p{i} : vector<{inner}x{el}> to vector<1xi32>\n"
+        f"      %x{i} = vector.extract %w{i}[0] : i32 from vector<1xi32>\n"
+        f"      memref.store %x{i}, %o[%c{i + 1}] : memref<16xi32>" for i in range(rows))
+    mt = f"memref<32x{16 // (4 if el == 'f32' else 2)}x{el}, #gpu.address_space<workgroup>>"
+    body = f"""    gpu.func @k(%o: memref<16xi32>) workgroup(%s : {mt} {{llvm.align = 16 : i64}}) kernel {{
+      %c0 = arith.constant 0 : index
+      %t = gpu.thread_id x
+      %v = nvgpu.ldmatrix %s[%t, %c0] {{numTiles = 4 : i32, transpose = false}} : {mt} -> {res}
+{stores}
+      gpu.return
+    }}"""
+    ptx = compile_to_ptx({"m": wrap_module("m", body, "sm_90")})["m"]
+    dst = re.search(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16\s+\{([^}]*)\}", ptx).group(1)
+    stored = {int(off or 0) // 4: r for off, r in
+              re.findall(r"st\.global\.\w+\s+\[%rd\d+\+?(\d*)\], (%r\d+)", ptx)}
+    assert [x.strip() for x in dst.split(",")] == [stored[i] for i in range(4)]
+
+
 @pytest.mark.parametrize("dtype,precision,schedule,instruction", [
     (f32, "highest", "simt", None),
     (f32, "tf32", "tf32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),

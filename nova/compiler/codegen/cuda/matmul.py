@@ -6,14 +6,17 @@ Each block computes a BM x BN tile of C, stepping K by BK through shared memory 
 The tensor-core schedules keep each tile in its operand's memory order and, when both operands
 copy as 16-byte chunks, fill a ring of 2-4 buffers with cp.async (`nvgpu.device_async_copy`,
 sm_80+): slice kt is multiplied while the next ones are in flight, one barrier per slice
-(CUTLASS's multistage main loop). Otherwise the next slice is loaded into registers while the
-current one is multiplied (one buffer, two barriers per slice). Inner schedules (mma.py): "tf32" (float32 operands, matmul precision
-"tf32") and "f16" / "bf16" (float16 / bfloat16 operands at any precision: their products are
-exact in the float32 accumulator) on tensor cores, and "simt" (float32 at precision "highest",
+(CUTLASS's multistage main loop); past 48 KiB the ring lives in dynamic shared memory (the
+launch opts in). Otherwise the next slice is loaded into registers while the current one is
+multiplied (one buffer, two barriers per slice). Inner schedules (mma.py): "tf32" (float32
+operands, matmul precision "tf32") and "f16" / "bf16" (float16 / bfloat16 operands at any
+precision: their products are exact in the float32 accumulator) on tensor cores, fragments
+loaded by ldmatrix where the layout allows; and "simt" (float32 at precision "highest",
 float64; FMA in the compute type). Tiles come from a small analytic rule: the tensor-core
 schedules use 128 x 128 tiles (8 warps of 64 x 32) when that still gives every SM a block,
-else 64 x 64 (4 warps of 32 x 32), with K slices of 16 (tf32) or 32 (16-bit: the same bytes);
-SIMT uses 64 x 64 with 256 threads.
+else 64 x 64 (4 warps of 32 x 32), with K slices of 32 (16 for TF32 staged through registers
+or within 48 KiB); ring stages: up to 4 such that two blocks fit an SM. SIMT uses 64 x 64
+tiles with 256 threads.
 
 The epilogue (bias, activation, residual: equations fusion put after the dot_general) is
 evaluated per output element with the loop-kernel machinery (codegen/cpu/contraction.py's

@@ -8,8 +8,9 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
   memref raises IndexError, and a `vector.load/store {alignment = A}` whose address is not a
   multiple of A raises AssertionError (base addresses taken as 256-byte aligned, as cuMemAlloc's);
 - workgroup memory has one copy per block (dynamic shared memory too: each `memref.view` of it
-  is a buffer of its own, and overlapping views are refused); `gpu.barrier` is a no-op (lockstep already orders every
-  store before every later load, so a missing barrier cannot be detected);
+  is a buffer of its own, and overlapping views are refused); `gpu.barrier` is a no-op
+  (lockstep already orders every store before every later load, so a missing barrier cannot be
+  detected);
 - `gpu.shuffle xor` exchanges lanes within each warp of 32;
 - atomics: `memref.atomic_rmw` adds every thread's value; `memref.generic_atomic_rmw` runs its
   region for one thread after another;

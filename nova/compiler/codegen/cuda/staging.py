@@ -6,8 +6,9 @@ contiguous memory dimension the copy uses 16-byte vectors (`ld.global.v4` of 4 f
 either wholly inside the matrix or wholly outside); other dtypes and layouts copy element by
 element. Elements outside the matrix read as 0. Operands are converted to the compute type on
 the way (bf16/f16 widened for SIMT; TF32 rounding for the TF32 schedule), except for the 16-bit
-tensor-core schedules, which keep the raw 16-bit patterns. `stage_loads` and `stage_stores` are separate so the
-next tile can be loaded into registers while the current one is multiplied.
+tensor-core schedules, which keep the raw 16-bit patterns. `stage_loads` and `stage_stores` are
+separate so the next tile can be loaded into registers while the current one is multiplied;
+`async_copy` instead issues cp.async chunks into a pipeline stage (matmul.py's ring).
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Reverse mode walks the recorded equations backward, calling each primitive's VJP
 bind Nova primitives, so the backward is appended to the same Program as the forward (DESIGN.md
 "grad"). Under `jit` this yields one program holding forward and backward together; outside `jit`
 the trace is concrete (values are computed as equations are recorded), so Python control flow on
-values works, as in JAX. Transforms nest by recording into the one current trace, so grad-of-grad
-differentiates the backward equations of the inner grad like any others.
+values works, as in JAX; with GPU arguments those values are computed on the GPU op by op and
+stay there (core/trace.py Trace.device). Transforms nest by recording into the one current
+trace, so grad-of-grad differentiates the backward equations of the inner grad like any others.
 """
 
 from __future__ import annotations
@@ -25,20 +26,24 @@ from nova.ops import lax
 
 
 class _Scope:
-    """Where a transform records: the current trace, or a new concrete one if none is active."""
+    """Where a transform records: the current trace, or a new concrete one if none is active.
+
+    A new trace follows its arguments' device, as eager ops do: with a GPU Array among `args`
+    its equations on GPU values run on that GPU op by op (Trace.device) and the results are GPU
+    Arrays; host arguments join as host values, uploaded when first combined with GPU ones."""
 
     def __init__(self, *args):
         outer = current_trace()
         self.new = outer is None
-        self.trace = Trace(concrete=True) if self.new else outer
-        # Results follow the arguments' device (a GPU Array among `args`), as eager ops do:
-        # the concrete trace computes on the host, and the results are put back there.
         self.device = None
         if self.new:
             for leaf in tree_leaves(args):
-                if getattr(leaf, "_on_device", False):
+                if leaf._on_device if isinstance(leaf, Array) else False:
                     self.device = leaf.device
                     break
+            self.trace = Trace(concrete=True, device=self.device)
+        else:
+            self.trace = outer
 
     def enter_inputs(self, flat: list, names: list[str]) -> list[Tracer]:
         """Fresh values standing for the differentiated arguments of this transform."""
@@ -46,7 +51,11 @@ class _Scope:
         with trace_context(self.trace):
             for x, name in zip(flat, names, strict=True):
                 if self.new:
-                    v = _as_value(x, name)
+                    if isinstance(x, Array) and x._on_device and not x._deleted:
+                        v = x  # stays on its GPU
+                        self.trace.borrowed.add(id(x))
+                    else:
+                        v = _as_value(x, name)
                     out.append(self.trace.new_input(TensorType(v.shape, v.dtype), v, name))
                 else:
                     # A copy gives this transform its own variable, so an outer transform's use
@@ -55,13 +64,24 @@ class _Scope:
         return out
 
     def export(self, tree):
-        """Results leave the transform: concrete arrays if the trace is ours, tracers otherwise."""
+        """Results leave the transform: concrete arrays if the trace is ours, tracers otherwise.
+        Values computed on a GPU leave as the GPU Arrays they are; with GPU arguments, values
+        computed on the host are put on the arguments' GPU."""
         if not self.new:
             return tree
         leaves, td = tree_flatten(tree)
         out, seen = [], set()
         for x in leaves:
             if isinstance(x, Tracer):
+                v = x._val
+                if v is not None and type(v) is not np.ndarray:  # a GPU Array
+                    # Each result an array of its own, never an argument (donating a result
+                    # must not delete an argument or another result).
+                    if id(v) in seen or id(v) in self.trace.borrowed:
+                        v = _copy_on_device(v)
+                    seen.add(id(v))
+                    out.append(v)
+                    continue
                 # Each result a buffer of its own: two results may be one traced value (the
                 # zero gradients of two unused arguments share their recorded zeros).
                 v = x._concretize("a result")
@@ -75,6 +95,12 @@ class _Scope:
 
             out = [device_put(x, self.device) if isinstance(x, Array) else x for x in out]
         return tree_unflatten(td, out)
+
+
+def _copy_on_device(x: Array) -> Array:
+    """A GPU Array equal to x in a buffer of its own (the eager copy op on its GPU)."""
+    with trace_context(None):
+        return lax.copy(x)
 
 
 def _as_value(x, name) -> np.ndarray:

@@ -49,8 +49,11 @@ class Tracer(Array):
         return self._concretize("np.asarray()")
 
     def _concretize(self, what: str) -> np.ndarray:
-        if self._val is not None:
-            return self._val
+        v = self._val
+        if v is not None:
+            # A GPU trace's value is a GPU Array: reading it is a device-to-host copy (once:
+            # the GPU Array keeps its host copy), as a concrete value read in JAX is.
+            return v if type(v) is np.ndarray else v._concrete(what)
         if not self._trace.active:
             _raise_escaped(self)
         raise ConcretizationTypeError(
@@ -76,7 +79,7 @@ class Tracer(Array):
                 f"for arguments that steer Python control flow, or nova.numpy.where. "
                 f"(value created at {short(self._source)})"
             )
-        return bool(self._val)
+        return bool(self._concretize("bool()"))
 
     def __int__(self):
         return int(self._concretize("int()"))
@@ -103,10 +106,19 @@ class Tracer(Array):
 
 
 class Trace:
-    """Records equations. `concrete=True` also evaluates each equation as it is recorded."""
+    """Records equations. `concrete=True` also evaluates each equation as it is recorded.
 
-    def __init__(self, concrete: bool):
+    A concrete trace whose `device` is a GPU (nova.runtime.devices.Device) keeps the values
+    computed from GPU Arrays on that GPU: an equation with an input there runs as the eager op
+    on the device (`_device_executor`) and its results are GPU Arrays; equations on host values
+    only (constants and their broadcasts) compute on the host, and a host value combined with a
+    GPU one is uploaded once. `device` is None for the host, and becomes a GPU's when a GPU
+    Array enters a concrete trace (computation follows data).
+    """
+
+    def __init__(self, concrete: bool, device=None):
         self.concrete = concrete
+        self.device = device
         self.inputs: list[Var] = []
         self.input_names: list[str] = []
         self.eqns: list[Eqn] = []
@@ -121,6 +133,10 @@ class Trace:
         # the outputs recorded first; `_input_free` holds the ids of such values' Vars.
         self._consed: dict = {}
         self._input_free: set[int] = set()
+        # A GPU trace's GPU Arrays taken from outside (arguments, lifted constants) by id, and
+        # its host values uploaded to a GPU: id(var) -> the GPU Array.
+        self.borrowed: set[int] = set()
+        self._uploaded: dict[int, Array] = {}
 
     # --- values entering the trace ----------------------------------------------------------
     def new_input(self, type_: TensorType, value=None, name: str | None = None) -> Tracer:
@@ -150,6 +166,8 @@ class Trace:
                 "(e.g. in a global or a closure)."
             )
         if isinstance(x, Array):
+            if self.concrete and getattr(x, "_on_device", False) and not x._deleted:
+                return self._lift_gpu_array(x)
             value, owned = x._concrete("a constant of a trace"), x._owned
         else:
             value, owned = np.asarray(x, dtype=dtypes.dtype_of_value(x)), False
@@ -163,6 +181,19 @@ class Trace:
             return hit[0]
         t = self.constant(value)
         self._const_cache[id(value)] = (t, value)
+        return t
+
+    def _lift_gpu_array(self, x: Array) -> Tracer:
+        """A GPU Array as a constant of this concrete trace, its value left on the GPU (once per
+        trace and array); the trace follows it onto its GPU if it was on the host."""
+        hit = self._const_cache.get(id(x))
+        if hit is not None and hit[1] is x:
+            return hit[0]
+        if self.device is None:
+            self.device = x.device
+        self.borrowed.add(id(x))
+        t = self.constant(x)
+        self._const_cache[id(x)] = (t, x)
         return t
 
     def constant(self, value: np.ndarray) -> Tracer:
@@ -187,7 +218,10 @@ class Trace:
         outs = [Var(t) for t in out_types]
         vals = [None] * len(outs)
         if self.concrete:
-            vals = evaluate(prim, [t._val for t in ins], params, out_types)
+            if self.device is None:
+                vals = evaluate(prim, [t._val for t in ins], params, out_types)
+            else:
+                vals = self._evaluate_on_device(prim, ins, params, out_types)
         # The argument names the result derives from (for messages): usually one set shared.
         args = _NO_ARGS
         for t in ins:
@@ -209,6 +243,42 @@ class Trace:
                 self._consed[cons] = tuple(result)
         return result
 
+    def _evaluate_on_device(self, prim, ins: list, params: dict, out_types: list) -> list:
+        """The values of one equation of a GPU trace: GPU Arrays computed by the eager op on the
+        GPU when an input is there or the result is large (host inputs uploaded once per
+        trace), else NumPy values computed on the host (small results of host values, such as
+        the scalars of a mean; or a primitive with no GPU kernel for these inputs: then from
+        host copies, as an eager op does)."""
+        vals = [t._val for t in ins]
+        gpu = next((v for v in vals if type(v) is not np.ndarray), None)
+        if gpu is not None:
+            device = gpu.device
+        elif prim.name == "constant" and isinstance(params["value"], Array):
+            return [params["value"]]  # a GPU Array lifted into the trace
+        elif ins and sum(t.size for t in out_types) > _HOST_RESULT_LIMIT:
+            device = self.device
+        else:
+            return evaluate(prim, vals, params, out_types)
+        if _device_executor is not None:
+            args = [v if type(v) is not np.ndarray else self._upload(t, device)
+                    for t, v in zip(ins, vals, strict=True)]
+            with trace_context(None):  # the eager op, not an equation of this trace
+                out = _device_executor(prim, args, params)
+            if out is not NotImplemented:
+                outs = list(out) if prim.multiple_results else [out]
+                # (a result the device path left on the host joins the trace as a host value)
+                return [o if o._on_device else o._concrete("a result") for o in outs]
+        return evaluate(prim, [t._concretize("an operand") for t in ins], params, out_types)
+
+    def _upload(self, t: Tracer, device) -> Array:
+        """Host value of tracer t as a GPU Array on `device`, uploaded once per trace."""
+        got = self._uploaded.get(id(t._var))
+        if got is None or got.device != device:
+            from nova.runtime.devices import GPUArray
+
+            got = self._uploaded[id(t._var)] = GPUArray(t._val, device)
+        return got
+
     def is_finite(self, x) -> bool:
         """Whether tracer x of this trace is known to hold only finite numbers (no inf, no NaN)."""
         return isinstance(x, Tracer) and x._trace is self and id(x._var) in self.finite
@@ -219,6 +289,12 @@ class Trace:
 
 
 _NO_ARGS = frozenset()
+
+# In a GPU trace, an equation of host values only whose results have more elements than this
+# runs on the GPU from its uploaded inputs: a zero cotangent or a seed broadcast to a
+# gradient's shape was filled on the host and then crossed PCIe whole. Smaller ones (the
+# scalars of a mean, masks of constants) cost less on the host than a kernel launch.
+_HOST_RESULT_LIMIT = 4096
 
 # Primitives whose result holds only values of their (first) input.
 _FINITE_KEEPING = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze",
@@ -266,8 +342,11 @@ def _cons_key(prim, ins: list, params: dict):
 
 
 def _small_and_finite(value) -> bool:
-    """A constant of at most 1024 elements with no inf or NaN (larger ones are not scanned).
-    Floats of every width, bfloat16 (NumPy kind 'V') included, are checked through float64."""
+    """A constant of at most 1024 elements with no inf or NaN (larger ones are not scanned, nor
+    a GPU Array's: that would read it back). Floats of every width, bfloat16 (NumPy kind 'V')
+    included, are checked through float64."""
+    if isinstance(value, Array):
+        return False
     a = np.asarray(value)
     if a.size > 1024:
         return False

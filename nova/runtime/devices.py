@@ -13,7 +13,9 @@ that GPU (target "cuda:sm_XX" of the device) and runs it there; host arguments o
 are uploaded, and the results are GPU Arrays on that device. Eager ops do the same (`x + 1`,
 `jnp.sum(x)` on a GPU array: one compiled program per primitive and signature, cached); an
 op with no GPU kernel, or one whose kernel cannot be compiled here (not in the kernel cache and
-no MLIR bindings), takes the eager host path on the arrays' host copies instead. Arguments on two different GPUs
+no MLIR bindings), takes the eager host path on the arrays' host copies instead. Eager
+`grad` / `vjp` / `jvp` of GPU arguments compute their concrete trace the same way, equation by
+equation on the GPU (nova/core/trace.py, Trace.device). Arguments on two different GPUs
 are a ValueError. With only host arguments the program runs on the CPU. A program compiled with
 `.lower(..., target="cuda:sm_XX").compile()` runs on the GPU whatever its arguments and returns
 GPU Arrays as well. Results stay in the executable's buffers until its next call needs them

@@ -7,6 +7,7 @@ parameter packing, error mapping); whether the real driver behaves as the fake d
 only on a GPU (tests marked `gpu`, bench/device_check.py).
 """
 
+import importlib
 import threading
 
 import numpy as np
@@ -41,6 +42,9 @@ def fake(monkeypatch, tmp_path):
                       (st, "_default"), (exe, "_modules")):
         monkeypatch.setattr(mod, name, {})
     monkeypatch.setattr(dev, "_tls", threading.local())
+    # Eager ops found to have no GPU kernel under an earlier test's patched compiler get tried
+    # again (the set is the process's: such a test left later tests computing on the host).
+    monkeypatch.setattr(importlib.import_module("nova.jit"), "_HOST_ONLY", set())
     monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(backend_cuda, "_mem", {})
     real = backend_cuda.compile_to_ptx
@@ -754,6 +758,207 @@ def test_eager_transforms_of_gpu_arguments_return_gpu_arrays(fake):
     np.testing.assert_allclose(np.asarray(t_out), 1 - np.tanh(x) ** 2, rtol=1e-5, atol=1e-6)
     host = nova.grad(loss)((w, b), x, y)  # host arguments: host results
     assert type(host[0]) is nova.Array
+
+
+class _HostEvaluations:
+    """Counts what an eager transform computes where: equations evaluated on the host (their
+    primitive names), kernel launches and device-to-host copies on the fake driver."""
+
+    def __init__(self, fake, monkeypatch):
+        from nova.core import trace
+
+        self.fake, self.names, self.sizes = fake, [], []
+        real = trace._eager_executor
+
+        def recording(prim, values, params, out_types):
+            self.names.append(prim.name)
+            self.sizes.append(sum(t.size for t in out_types))
+            return real(prim, values, params, out_types)
+
+        monkeypatch.setattr(trace, "_eager_executor", recording)
+
+    def __enter__(self):
+        self.names.clear()
+        self.sizes.clear()
+        self.fake.calls.clear()
+        self.launches = self.fake.launches
+        return self
+
+    def __exit__(self, *exc):
+        self.launches = self.fake.launches - self.launches
+        self.reads = self.fake.calls.count("cuMemcpyDtoHAsync")
+        return False
+
+
+_HEAVY = {"dot_general", "tanh", "sin", "cos", "integer_pow", "reduce_sum", "exp", "log"}
+
+
+def _all_on_gpu(tree):
+    leaves = nova.tree_util.tree_leaves(tree)
+    assert leaves and all(type(x) is nova.runtime.devices.GPUArray for x in leaves), tree
+    assert all(x.device == nova.Device("cuda", 0) for x in leaves)
+
+
+def _loss(p, x, y):
+    return jnp.mean((jnp.tanh(x @ p[0]) + p[1] - y) ** 2)
+
+
+def test_eager_grad_of_gpu_arguments_computes_on_the_gpu(fake, monkeypatch):
+    """value_and_grad (with has_aux) on GPU arguments runs each equation on the GPU: kernels
+    launch, nothing is read back to the host, the host evaluates only equations of host
+    constants (the mean's 1/n), and the values are the host computation's."""
+    w, b, x, y = _sgd_data()
+    params, xd, yd = _gpu((w, b)), _gpu(x), _gpu(y)
+
+    def loss_aux(p, x, y):
+        pred = jnp.tanh(x @ p[0]) + p[1]
+        return jnp.mean((pred - y) ** 2), {"pred": pred, "n": 3}
+
+    count = _HostEvaluations(fake, monkeypatch)
+    with count:
+        (value, aux), grads = nova.value_and_grad(loss_aux, has_aux=True)(params, xd, yd)
+    assert count.reads == 0 and count.launches >= 10
+    assert not _HEAVY & set(count.names), count.names
+    _all_on_gpu((value, aux["pred"], grads))
+    assert aux["n"] == 3
+    (want_v, want_aux), want_g = nova.value_and_grad(loss_aux, has_aux=True)((w, b), x, y)
+    np.testing.assert_allclose(float(value), float(want_v), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(aux["pred"]), np.asarray(want_aux["pred"]), rtol=1e-6)
+    for g, wg in zip(grads, want_g, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=1e-6, atol=1e-7)
+    with count:
+        host = nova.grad(_loss)((w, b), x, y)  # host arguments: the host, as before
+    assert count.launches == 0 and "dot_general" in count.names
+    assert type(host[0]) is nova.Array
+
+
+def test_eager_vjp_and_jvp_of_gpu_arguments_compute_on_the_gpu(fake, monkeypatch):
+    """vjp (a GPU cotangent, and a host one uploaded) and jvp (host and GPU tangents) run on
+    the GPU and return GPU Arrays of their own (an output that is the argument is a copy)."""
+    x = np.linspace(-2, 2, 24, dtype=f32).reshape(4, 6)
+    xd = _gpu(x)
+    count = _HostEvaluations(fake, monkeypatch)
+    with count:
+        out, vjp_fn = nova.vjp(lambda v: jnp.sin(v) * v, xd)
+        (ct,) = vjp_fn(_gpu(np.full_like(x, 2.0)))
+        (ct_host,) = vjp_fn(np.ones_like(x))
+    assert count.reads == 0 and count.launches >= 4 and not _HEAVY & set(count.names)
+    _all_on_gpu((out, ct, ct_host))
+    np.testing.assert_allclose(np.asarray(out), np.sin(x) * x, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ct), 2 * (np.cos(x) * x + np.sin(x)), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(np.asarray(ct_host), np.cos(x) * x + np.sin(x), rtol=1e-5,
+                               atol=1e-6)
+    with count:
+        p_out, t_out = nova.jvp(lambda v: jnp.tanh(v) * 3.0, (xd,), (np.ones_like(x),))
+        _, t_gpu = nova.jvp(lambda v: jnp.tanh(v) * 3.0, (xd,), (_gpu(np.full_like(x, 0.5)),))
+    assert count.reads == 0 and count.launches >= 4 and not _HEAVY & set(count.names)
+    _all_on_gpu((p_out, t_out, t_gpu))
+    np.testing.assert_allclose(np.asarray(p_out), np.tanh(x) * 3, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(t_out), 3 * (1 - np.tanh(x) ** 2), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(np.asarray(t_gpu), 1.5 * (1 - np.tanh(x) ** 2), rtol=1e-5,
+                               atol=1e-6)
+    same, _ = nova.vjp(lambda v: v, xd)
+    _all_on_gpu(same)
+    assert same is not xd and same._buffer.ptr != xd._buffer.ptr
+    xd.delete()
+    np.testing.assert_array_equal(np.asarray(same), x)
+
+
+def test_eager_grad_of_grad_and_control_flow_on_gpu_values(fake, monkeypatch):
+    """grad of grad records both backwards into the one GPU trace; Python control flow on a
+    value reads that value back (one device-to-host copy, as in JAX) and nothing else."""
+    x = np.array([0.3, -1.2, 2.0, 0.7], f32)
+    xd = _gpu(x)
+
+    def f(v):
+        return jnp.sum(jnp.sin(v) * v)
+
+    gg = nova.grad(lambda v: jnp.sum(nova.grad(f)(v)))
+    count = _HostEvaluations(fake, monkeypatch)
+    with count:
+        got = gg(xd)
+    assert count.reads == 0 and count.launches >= 6 and not _HEAVY & set(count.names)
+    _all_on_gpu(got)
+    # d/dx (cos x * x + sin x) = 2 cos x - x sin x
+    np.testing.assert_allclose(np.asarray(got), 2 * np.cos(x) - x * np.sin(x), rtol=1e-5,
+                               atol=1e-6)
+
+    def branchy(v):
+        s = jnp.sum(v * v)
+        if s > 1.0:  # a concrete value on the host: one copy back
+            return jnp.sum(jnp.sin(v)) * s
+        return jnp.sum(jnp.cos(v))
+
+    for scale, want in ((1.0, lambda v: np.cos(v) * (v * v).sum() + np.sin(v).sum() * 2 * v),
+                        (0.1, lambda v: -np.sin(v))):
+        with count:
+            g = nova.grad(branchy)(_gpu(x * scale))
+        assert count.reads == 1 and not _HEAVY & set(count.names)
+        _all_on_gpu(g)
+        np.testing.assert_allclose(np.asarray(g), want(x * scale), rtol=1e-5, atol=1e-6)
+
+
+def test_eager_grad_mixing_host_and_gpu_arguments_follows_the_gpu(fake, monkeypatch):
+    """argnums may select host arguments and GPU ones: host values are uploaded when combined
+    with GPU values (once each), everything computes on the GPU and the gradients are GPU
+    Arrays. A GPU Array closed over moves a transform of host arguments onto its GPU."""
+    w, b, x, y = _sgd_data()
+    count = _HostEvaluations(fake, monkeypatch)
+    want = nova.grad(_loss, argnums=(0, 1))((w, b), x, y)
+    for args in (((w, b), _gpu(x), y), (_gpu((w, b)), x, _gpu(y))):
+        with count:
+            got = nova.grad(_loss, argnums=(0, 1))(*args)
+        assert count.reads == 0 and not _HEAVY & set(count.names), count.names
+        _all_on_gpu(got)
+        for g, wg in zip(nova.tree_util.tree_leaves(got), nova.tree_util.tree_leaves(want),
+                         strict=True):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=1e-6, atol=1e-7)
+    # A GPU Array closed over: the host argument is uploaded once, and the seed's broadcast
+    # to the gradient's shape (over the host result limit) is made on the GPU, not uploaded.
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((96, 64)).astype(f32), rng.standard_normal((64, 64)).astype(f32)
+    wd = _gpu(w * 0.1)
+    with count:
+        g = nova.grad(lambda x: jnp.sum(jnp.tanh(x @ wd)))(x)
+    assert count.reads == 0 and not _HEAVY & set(count.names)
+    assert max(count.sizes) <= 4096, list(zip(count.names, count.sizes))
+    # uploads: x, the seed 1.0 and the 0 its zero-cotangent mask compares with
+    assert count.fake.calls.count("cuMemcpyHtoDAsync") == 3
+    _all_on_gpu(g)
+    np.testing.assert_allclose(np.asarray(g), (1 - np.tanh(x @ w * 0.1) ** 2) @ w.T * 0.1,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_eager_grad_without_a_gpu_kernel_computes_that_op_on_the_host(fake, monkeypatch):
+    """A primitive with no GPU kernel for its arguments computes on the host from host copies
+    inside a GPU transform too (remembered per signature, as for eager ops); the others stay
+    on the GPU, and the results are GPU Arrays with the host's values."""
+    # (no executable of an earlier test's eager tanh: this one must meet the patched compiler)
+    monkeypatch.setattr(importlib.import_module("nova.jit"), "_DEVICE_EAGER", {})
+    real = backend_cuda.compile_program
+    tries = []
+
+    def no_tanh_kernel(program, **kwargs):
+        if any(e.prim.name == "tanh" for e in program.eqns):
+            tries.append(1)
+            raise NotImplementedError("cuda backend: no GPU kernel for tanh (test)")
+        return real(program, **kwargs)
+
+    monkeypatch.setattr(backend_cuda, "compile_program", no_tanh_kernel)
+    w, b, x, y = _sgd_data()
+    want = nova.grad(_loss)((w, b), x, y)
+    count = _HostEvaluations(fake, monkeypatch)
+    for _ in range(2):
+        with count:
+            got = nova.grad(_loss)(_gpu((w, b)), _gpu(x), _gpu(y))
+        assert count.names.count("tanh") == 1 and "dot_general" not in count.names
+        assert count.reads == 1  # the operand of tanh (x @ w)
+        _all_on_gpu(got)
+        for g, wg in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=1e-6, atol=1e-7)
+    assert len(tries) == 1
 
 
 def test_reductions_over_an_empty_axis_run_on_the_gpu(fake):

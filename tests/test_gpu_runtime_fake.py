@@ -961,6 +961,18 @@ def test_eager_grad_without_a_gpu_kernel_computes_that_op_on_the_host(fake, monk
     assert len(tries) == 1
 
 
+def test_eager_grad_of_gpu_arguments_with_debug_nans_names_the_line(fake):
+    """With debug_nans a GPU transform computes on the host (as eager GPU ops do), so the first
+    NaN is caught at its equation and the user's line is named."""
+    xd = _gpu(np.array([1.0, -1.0], f32))
+    nova.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match=r"nova\.log.*test_gpu_runtime_fake\.py"):
+            nova.grad(lambda v: jnp.sum(jnp.log(v)))(xd)
+    finally:
+        nova.config.update("debug_nans", False)
+
+
 def test_reductions_over_an_empty_axis_run_on_the_gpu(fake):
     """sum / prod / max / min over an empty axis are their identities, computed on the GPU (the
     CUDA codegen could not compile them: a jit on GPU arrays raised CompilerError)."""

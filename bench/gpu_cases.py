@@ -178,6 +178,12 @@ CHECKS = [
          tol=1e-2),
     Case("matmul_f16_tn_bias", lambda x, w, b: jnp.tensordot(x, w, axes=([0], [0])) + b,
          (S((48, 64), np.float16), S((48, 24), np.float16), S((24,), np.float16)), tol=5e-3),
+    # Both operands transposed (ldmatrix .trans on both tiles) and K = 256: the cp.async ring
+    # wraps around several times.
+    Case("matmul_bf16_tt_ring", lambda x, w: x.T @ w.T, (S((256, 64), bf16), S((128, 256), bf16)),
+         tol=1e-2),
+    Case("matmul_tf32_ring", lambda x, w: x @ w, (S((96, 512), f32), S((512, 160), f32)), "tf32",
+         tol=2e-3),
     Case("mlp_sgd_step", _mlp_step,
          (S((256, 1024), f32), S((1024,), f32), S((1024, 512), f32), S((512,), f32),
           S((256,), f32), S((512, 256), f32), S((512,), np.int32)), tol=1e-4, ints=((6, 512),)),

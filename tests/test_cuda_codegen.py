@@ -559,6 +559,29 @@ def test_simulated_tensor_core_gemms(name, fn, specs):
         assert np.all(np.abs(g64 - w64) <= tol), name
 
 
+@needs_ptxas
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype,precision", [(f32, "tf32"), (bf16, "highest")])
+def test_large_tensor_core_gemms_do_not_spill(arch, dtype, precision):
+    """The 128 x 128 tensor-core GEMMs with their cp.async rings in dynamic shared memory, in
+    all four layouts (a batch of 4 x 1000^3 and 2048^3): no register spills (an earlier version
+    spilled 4 bytes with its in-place TF32 rounding), shared memory within the opt-in limit."""
+    props = gpu.describe(arch)
+    for layout in ("nn", "nt", "tn", "tt"):
+        for shape in ((4, 1000, 1000), (2048, 2048)):
+            def fn(a, b, layout=layout):
+                a = jnp.swapaxes(a, -1, -2) if layout[0] == "t" else a
+                return a @ (jnp.swapaxes(b, -1, -2) if layout[1] == "t" else b)
+            fused = _fused(fn, [S(shape, dtype)] * 2)
+            (k,) = fused.kernels
+            (((_, rec),),) = backend_cuda.compile_kernels(fused, f"cuda:{arch}", precision).values()
+            info = ptxas_info(rec["ptx"], arch)
+            assert info["spill_bytes"] == 0 and info["stack_bytes"] == 0, (layout, shape, info)
+            assert rec["shared_bytes"] + rec["dynamic_shared_bytes"] <= \
+                props.max_shared_memory_per_block_optin
+            assert k.schedule["tile"][:2] == (128, 128), k.schedule
+
+
 @pytest.mark.parametrize("dtype,precision", [(f32, "tf32"), (bf16, "highest")])
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
 def test_tensor_core_gemms_pipeline_cp_async(layout, dtype, precision):

@@ -96,15 +96,18 @@ class FlashMma(_Flash):
         return self.op(f"arith.bitcast {bits} : {it} to {ft}")
 
     def _copy_tile(self, role: str, smem: str, smt: str, stage: str, row0: str, dim: int,
-                   chunks: list) -> list:
+                   chunks: list, live: str | None = None) -> list:
         """cp.async of this thread's 16-byte chunks of rows row0.. of K or V into `stage`
-        (zero-filled past Tk); returns the tokens."""
+        (zero-filled past Tk, and wholly when the i1 `live` is false: a tile past the last,
+        never read); returns the tokens."""
         toks = []
         for e in chunks:
             row = self.i("divui", e, dim // 4)
             col = self.mul(self.i("remui", e, dim // 4), 4)
             g = self.add(row0, row)
             ok = self.cmpi("ult", g, self.ci(self.tk))
+            if live is not None:
+                ok = self.and_(ok, live)
             at = self.add(self.mul(self.add(self.mul(self.nb, self.tk), g), dim), col)
             at = self.select_index(ok, at)
             n = self.op(f"arith.select {ok}, {self.ci(4)}, {self.ci(0)} : index")
@@ -116,11 +119,12 @@ class FlashMma(_Flash):
     def select_index(self, ok: str, at: str) -> str:
         return self.op(f"arith.select {ok}, {at}, {self.ci(0)} : index")
 
-    def _issue(self, tile: str, stage: str) -> str:
-        """Copies of key tile `tile` (K and V) into `stage`, committed as one group."""
+    def _issue(self, tile: str, stage: str, live: str | None = None) -> str:
+        """Copies of key tile `tile` (K and V) into `stage`, committed as one group (zero-fill
+        only when the i1 `live` is false)."""
         j0 = self.mul(tile, self.bkv)
-        toks = self._copy_tile("k", "%Ks", self.ks, stage, j0, self.d, self.k_chunks)
-        toks += self._copy_tile("v", "%Vs", self.vs, stage, j0, self.dv, self.v_chunks)
+        toks = self._copy_tile("k", "%Ks", self.ks, stage, j0, self.d, self.k_chunks, live)
+        toks += self._copy_tile("v", "%Vs", self.vs, stage, j0, self.dv, self.v_chunks, live)
         return self.op(f"nvgpu.device_async_create_group {', '.join(toks)}")
 
     def _round_landed(self, stage: str) -> None:
@@ -174,7 +178,8 @@ class FlashMma(_Flash):
         last = self.i("subi", self.i("maxui", nkt, 1), 1)
         group = None
         for s in range(stages - 1):
-            group = self._issue(self.i("minui", self.ci(s), last), self.ci(s))
+            live = self.cmpi("ult", self.ci(s), nkt)
+            group = self._issue(self.i("minui", self.ci(s), last), self.ci(s), live)
         acc_t = "vector<2x2xf32>"
         nd = dv // 8
         zero = self.t.c("dense<0.0>", acc_t)
@@ -194,7 +199,8 @@ class FlashMma(_Flash):
         self.emit("gpu.barrier")  # tile kt visible to all; the buffer of tile kt - 1 is free
         if stages > 1:
             ahead = self.add(kt, stages - 1)
-            self._issue(self.i("minui", ahead, last), self.i("remui", ahead, stages))
+            self._issue(self.i("minui", ahead, last), self.i("remui", ahead, stages),
+                        self.cmpi("ult", ahead, nkt))
         j0 = self.mul(kt, bkv)
         # S = Q K^T: one 16 x 8 accumulator tile per 8 keys.
         scores = []

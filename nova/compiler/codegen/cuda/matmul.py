@@ -167,6 +167,8 @@ class GPUMatmul(StagingMixin):
         if (self.tf32 or self.half) and self.async_ready():
             fit = [s for s in (4, 3, 2) if 2 * s * stage_bytes <= self.shared_optin]
             self.stages = fit[0] if fit else max(2, min(4, SHARED_LIMIT // stage_bytes))
+            assert self.stages * stage_bytes <= max(self.shared_optin, SHARED_LIMIT), (
+                f"{self.name}: {self.stages} stages of {stage_bytes} B exceed shared memory")
         lead = f"{self.stages}x" if self.stages else ""
         self.as_t = f"memref<{lead}{a_shape[0]}x{a_shape[1]}x{self.se}, {smem}>"
         self.bs_t = f"memref<{lead}{b_shape[0]}x{b_shape[1]}x{self.se}, {smem}>"
@@ -227,14 +229,16 @@ class GPUMatmul(StagingMixin):
     def _pipelined_loop(self, accs: list) -> str:
         """The K loop over a ring of `stages` shared-memory buffers filled by cp.async: slice kt
         is multiplied while slices kt + 1 .. kt + stages - 1 are in flight (one barrier per
-        slice). Slices past the end re-copy the last one into a buffer nobody reads (no
-        branch); TF32 operands are rounded in place by the thread that copied them."""
+        slice). Slices past the end are zero-filled copies (no global read) into buffers
+        nobody reads, so every thread commits one group per slice without a branch; TF32
+        operands are rounded in place by the thread that copied them."""
         t = self.t
         S, BK = self.stages, self.BK
         kt_n = -(-self.k // BK)
         chunks = self.chunks()
         for s in range(S - 1):
-            group = self.async_copy(t.c(min(s, kt_n - 1) * BK), t.c(s), chunks)
+            live = None if s < kt_n else t.c(0, "i1")
+            group = self.async_copy(t.c(min(s, kt_n - 1) * BK), t.c(s), chunks, live)
         res = t.fresh()
         names = ", ".join(f"%acc{i} = {a}" for i, a in enumerate(accs))
         types = ", ".join([self.acc_type] * len(accs))
@@ -249,7 +253,8 @@ class GPUMatmul(StagingMixin):
         t.emit("gpu.barrier")  # slice kt visible to all; slice kt - 1's buffer free
         ahead = t.idx("addi", "%kt", t.c(S - 1))
         nxt = t.idx("minui", ahead, t.c(kt_n - 1))
-        self.async_copy(t.mul(nxt, BK), t.idx("remui", ahead, t.c(S)), chunks)
+        live = t.op(f"arith.cmpi ult, {ahead}, {t.c(kt_n)} : index")
+        self.async_copy(t.mul(nxt, BK), t.idx("remui", ahead, t.c(S)), chunks, live)
         new = self.inner.steps(self, [f"%acc{i}" for i in range(len(accs))])
         t.emit(f"scf.yield {', '.join(new)} : {types}")
         t.indent -= 2

@@ -11,17 +11,20 @@ SIMT FMA.
   for both). PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type": each 32-bit
   register holds two consecutive k elements, the lower k in the low half. A registers a0..a3 at
   row g (a0, a2) or g + 8 (a1, a3), k = 2t, 2t + 1 (a0, a1) or 2t + 8, 2t + 9 (a2, a3); B b0, b1
-  at column g, k = 2t, 2t + 1 and 2t + 8, 2t + 9; C as above. A tile stored with k innermost
-  (the operand's memory is k-contiguous) gives a register in one 32-bit shared load; the other
-  layout packs two 16-bit loads.
-
-The tensor-core schedules keep each tile in shared memory in its operand's memory order (k or the
-free dimension innermost), so staging never transposes and cp.async can copy it (matmul.py).
+  at column g, k = 2t, 2t + 1 and 2t + 8, 2t + 9; C as above.
 - SimtSchedule: 16 x 16 threads, each a 4 x 4 register tile at rows ty + 16r, columns tx + 16c
   (conflict-free shared-memory reads), FMA in the compute type.
 
-Both expose: thread_coords() (before the k loop), init_accs(), steps(accs) (one BK slice), and
-elements(finals) -> (accumulator scalar, row in tile, column in tile) for the epilogue.
+The tensor-core schedules keep each tile in shared memory in its operand's memory order (k or the
+free dimension innermost), so staging never transposes and cp.async can copy it (matmul.py).
+Their fragments come from `ldmatrix` (PTX ISA: lanes 8i .. 8i + 7 address the 16-byte rows of
+8x8 matrix i; lane L receives row L / 4, 32-bit word L % 4): one .x4 per 16-row A tile and per
+pair of 8-column B tiles where k is the tile's inner dimension (the tf32 elements move as b16
+pairs), `.trans` for 16-bit tiles with k outer (lane L then receives the k pair 2 (L % 4),
+2 (L % 4) + 1 of column L / 4); tf32 tiles with k outer are read element by element.
+
+All three expose: thread_coords() (before the k loop), init_accs(), steps(accs) (one BK slice),
+and elements(finals) -> (accumulator scalar, row in tile, column in tile) for the epilogue.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
 - `gpu.shuffle xor` exchanges lanes within each warp of 32;
 - atomics: `memref.atomic_rmw` adds every thread's value; `memref.generic_atomic_rmw` runs its
   region for one thread after another;
-- `nvgpu.device_async_copy` (cp.async) lands at issue, zero-filling past its source size, and
-  every `device_async_wait` is satisfied (so a missing wait cannot be detected either);
+- `nvgpu.device_async_copy` (cp.async) reads its source at issue (zero-filling past its source
+  size) but poisons its destination until the `device_async_wait` that must cover its group
+  lands it, so a wait too few or a read too early shows; addresses must be 16-byte aligned;
 - `nvgpu.ldmatrix` distributes each warp's 8x8 matrices as the PTX ISA's ldmatrix does (rows
   from lanes 8i..8i+7, 16-byte aligned; .trans for 16-bit elements);
 - `nvgpu.mma.sync` m16n8k8 (tf32) and `nvvm.mma.sync` m16n8k16 (f16, bf16) assemble each warp's
@@ -71,6 +72,8 @@ class _Sim:
         self.dynamic = set()  # extern workgroup globals: the launch's dynamic shared memory
         self.dynamic_bytes = int(dynamic_shared_bytes)
         self.views: list = []  # (byte offset, bytes) of the views taken of it
+        self.in_flight: list = []  # cp.async copies not yet committed to a group
+        self.groups: list = []  # committed groups, oldest first, each a list of copies
         for op in module.regions[0].blocks[0].operations:
             if op.operation.name == "memref.global":
                 name = ir.StringAttr(op.attributes["sym_name"]).value
@@ -200,7 +203,10 @@ class _Sim:
 
     def async_copy(self, op, mask):
         """cp.async of dstElements elements: the first srcElements (all when absent) read from
-        the source, the rest zero-filled; the copy lands at once. Returns a dummy token."""
+        the source at issue, the rest zero-filled. Until a wait lands it, the destination holds
+        poison (NaN, or 0x7fc0 in 16-bit integers: bf16's NaN), so a read before the covering
+        `device_async_wait` shows in the results. Both addresses must be aligned to the copy's
+        size (16 bytes for `bypassL1`, cp.async.cg). Returns a dummy token."""
         v = op.opview
         width = self.ir.IntegerAttr(v.dstElements).value
         n = self.env[v.srcElements] if v.srcElements is not None else self.uniform(width, np.int64)
@@ -209,10 +215,27 @@ class _Sim:
         full = mask & (n > 0)
         src, s_flat = self._address(v.src, [self.env[i] for i in v.srcIndices], full, width)
         dst, d_flat = self._address(v.dst, [self.env[i] for i in v.dstIndices], mask, width)
+        size = width * dst.itemsize
+        if "bypassL1" in op.attributes and size != 16:
+            raise AssertionError(f"cp.async.cg copies 16 bytes, not {size}")
+        for flat, arr, live in ((s_flat, src, full), (d_flat, dst, mask)):
+            if np.any(live & ((flat * arr.itemsize) % size != 0)):
+                raise AssertionError(f"cp.async of {size} B at an address not {size}-aligned")
         vals = np.zeros((self.T, width), dst.dtype)
         vals[full] = src[s_flat[full, None] + np.arange(width)]
-        dst[(d_flat[:, None] + np.arange(width))[mask]] = vals[mask]
+        at = (d_flat[:, None] + np.arange(width))[mask]
+        dst[at] = np.nan if np.issubdtype(dst.dtype, np.floating) else 0x7FC0
+        self.in_flight.append((dst, at, vals[mask]))
         return np.zeros(self.T, np.int32)
+
+    def async_wait(self, op) -> None:
+        """device_async_wait {numGroups = N}: every committed group but the N most recent
+        lands (groups are the block-uniform sequence of create_group ops)."""
+        keep = (self.ir.IntegerAttr(op.attributes["numGroups"]).value
+                if "numGroups" in op.attributes else 0)
+        while len(self.groups) > keep:
+            for dst, at, vals in self.groups.pop(0):
+                dst[at] = vals
 
     # --- execution ------------------------------------------------------------------------------
     def run_block(self, block, mask):
@@ -274,9 +297,11 @@ class _Sim:
         elif name == "nvgpu.device_async_copy":
             out = self.async_copy(op, mask)
         elif name == "nvgpu.device_async_create_group":
+            self.groups.append(self.in_flight)
+            self.in_flight = []
             out = np.zeros(self.T, np.int32)
         elif name == "nvgpu.device_async_wait":
-            return  # copies land at issue (lockstep), so every wait is satisfied
+            return self.async_wait(op)
         elif name == "nvgpu.ldmatrix":
             out = self.ldmatrix(op, mask, res_t)
         elif name == "nvvm.mma.sync":

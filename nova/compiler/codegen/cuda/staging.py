@@ -1,6 +1,7 @@
 """GEMM tiles from global to shared memory, and the small text emitter the GEMM generator uses.
 
-Each thread copies its share of the A (BM x BK) and B (BK x BN) tiles. Along an operand's
+Each thread copies its share of the A (BM x BK) and B (BK x BN) slices into their shared tiles
+(SIMT: [k][free]; tensor cores: the operand's memory order, `smem_index`). Along an operand's
 contiguous memory dimension the copy uses 16-byte vectors (`ld.global.v4` of 4 float32 or 8
 16-bit values) when that dimension and the tile edge are multiples of the width (so a vector is
 either wholly inside the matrix or wholly outside); other dtypes and layouts copy element by
@@ -8,7 +9,8 @@ element. Elements outside the matrix read as 0. Operands are converted to the co
 the way (bf16/f16 widened for SIMT; TF32 rounding for the TF32 schedule), except for the 16-bit
 tensor-core schedules, which keep the raw 16-bit patterns. `stage_loads` and `stage_stores` are
 separate so the next tile can be loaded into registers while the current one is multiplied;
-`async_copy` instead issues cp.async chunks into a pipeline stage (matmul.py's ring).
+`async_copy` instead issues 16-byte cp.async chunks into a stage of matmul.py's ring (raw
+values: `round_tf32_in_place` rounds a thread's own landed chunks to TF32 after its wait).
 """
 
 from __future__ import annotations
@@ -144,10 +146,12 @@ class StagingMixin:
         pos = f"{f_}, {k_}" if inner_is_k else f"{k_}, {f_}"
         return f"{stage}, {pos}" if stage is not None else pos
 
-    def async_copy(self, k0: str, stage: str, chunks: list) -> str:
+    def async_copy(self, k0: str, stage: str, chunks: list, live: str | None = None) -> str:
         """Issues this thread's cp.async chunks of the K slice at k0 into pipeline `stage` and
-        commits them as one group; chunks wholly outside the matrix are zero-filled (source
-        size 0, address clamped to the operand's start). Returns the group's token."""
+        commits them as one group; chunks wholly outside the matrix, and every chunk when the
+        i1 `live` is false (a slice past the end, whose buffer is never read), are zero-filled
+        (source size 0: no global read; address clamped to the operand's start). Returns the
+        group's token."""
         t = self.t
         ops = {which: op for which, op in zip("ab", self._operands(), strict=True)}
         toks = []
@@ -157,6 +161,7 @@ class StagingMixin:
             addr = t.add(base, t.mul(gk, size), gf) if free_major else \
                 t.add(base, t.mul(gf, self.k), gk)
             conds = self._bounds(gf, size, tile) + self._bounds(gk, self.k, self.BK)
+            conds += [live] if live is not None else []
             n = t.c(v)
             if conds:
                 ok = conds[0]

@@ -179,7 +179,7 @@ def _kernels():
 def _matmul():
     import torch
 
-    from bench.gpu_cases import MATMULS, compile_case, precision, random_args
+    from bench.gpu_cases import MATMULS, compile_case, kernel_facts, precision, random_args
 
     out = {}
     for case in MATMULS:
@@ -204,7 +204,7 @@ def _matmul():
         flops = 2.0 * n ** 3
         r = {"n": n, "nova_ms": ms, "torch_ms": tms, "nova_tflops": flops / ms / 1e9,
              "torch_tflops": flops / tms / 1e9, "ratio": tms / ms, "rel_err": err,
-             "ok": err <= case.tol}
+             "ok": err <= case.tol, "kernel": kernel_facts(exe)}
         out[case.name] = r
         fig = (f"{r['nova_tflops']:.1f} vs torch {r['torch_tflops']:.1f} TFLOP/s = "
                f"{r['ratio']:.2f}x, err {err:.1e}")
@@ -234,7 +234,7 @@ def _attention():
     """Causal attention forward + backward (Nova's flash kernels) against torch's
     scaled_dot_product_attention + autograd: ms per value-and-grad, errors against torch in
     float64."""
-    from bench.gpu_cases import ATTENTION, compile_case, precision, random_args
+    from bench.gpu_cases import ATTENTION, compile_case, kernel_facts, precision, random_args
 
     out = {}
     if not ATTENTION:
@@ -261,7 +261,9 @@ def _attention():
             finally:
                 torch.backends.cuda.matmul.allow_tf32 = False
             r = {"nova_ms": ms, "torch_ms": tms, "vs_torch": tms / ms, "rel_err": err,
-                 "ok": err <= case.tol and kernels.count("attention") == 2, "kernels": kernels}
+                 "ok": err <= case.tol and kernels.count("attention") == 2, "kernels": kernels,
+                 "attention_kernels": [f for f in kernel_facts(exe)
+                                       if str(f.get("gpu_schedule", "")).startswith("flash")]}
         except Exception as ex:  # noqa: BLE001 - the next shape must still run
             r = {"ok": False, "error": f"{type(ex).__name__}: {ex}"}
         out[case.name] = r

@@ -332,3 +332,25 @@ def random_args(case: Case, seed: int = 0) -> list:
         else:
             out.append(rng.standard_normal(s.shape).astype(s.dtype))
     return out
+
+
+def kernel_facts(exe) -> list:
+    """What each GPU kernel of an executable was generated as (schedule, tiles, cp.async
+    stages, shared memory) and what the driver reports for it (registers, static shared
+    bytes, max threads), for reading a slow kernel's figures."""
+    facts = []
+    for launch, fn in zip(exe.launches, getattr(exe, "functions", []) or [], strict=False):
+        if launch.ptx is None or fn is None:
+            continue
+        rec = {"entry": launch.entry, "grid": list(launch.config.grid),
+               "block": list(launch.config.block),
+               "dynamic_shared_bytes": launch.config.shared_bytes}
+        sched = getattr(launch.kernel, "schedule", {}) or {}
+        rec.update({k: sched[k] for k in ("gpu_schedule", "tile") if k in sched})
+        for attr in ("NUM_REGS", "SHARED_SIZE_BYTES", "MAX_THREADS_PER_BLOCK"):
+            try:
+                rec[attr.lower()] = fn.attribute(attr)
+            except Exception as ex:  # noqa: BLE001 - a fact we could not read
+                rec[attr.lower()] = f"{type(ex).__name__}"
+        facts.append(rec)
+    return facts

@@ -48,6 +48,7 @@ class FakeDriver:
     CUresult = CUresult
     CUdevice_attribute = _names("CU_DEVICE_ATTRIBUTE_", ATTRS)
     CUfunction_attribute = _names("CU_FUNC_ATTRIBUTE_", ["NUM_REGS", "SHARED_SIZE_BYTES",
+                                                         "MAX_THREADS_PER_BLOCK",
                                                          "MAX_DYNAMIC_SHARED_SIZE_BYTES"])
     CUstream_flags = types.SimpleNamespace(CU_STREAM_NON_BLOCKING=1)
     CUevent_flags = types.SimpleNamespace(CU_EVENT_DEFAULT=0, CU_EVENT_DISABLE_TIMING=2)

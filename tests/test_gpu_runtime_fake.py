@@ -1108,3 +1108,12 @@ def test_a_gemm_with_dynamic_shared_memory_opts_in_once(fake):
     np.testing.assert_allclose(np.asarray(first), want, atol=2e-3 * np.abs(want).max())
     want2 = b.T.astype(np.float64) @ a.T
     np.testing.assert_allclose(np.asarray(again), want2, atol=2e-3 * np.abs(want2).max())
+    # What the device check reports of such a kernel (bench/gpu_cases.py kernel_facts).
+    from bench.gpu_cases import kernel_facts
+
+    exe = nova.jit(lambda a, b: a @ b).lower(S(a.shape, f32), S(b.shape, f32),
+                                             target="cuda:sm_90").compile()._exe
+    exe._ensure_ready(None)
+    (facts,) = kernel_facts(exe)
+    assert facts["gpu_schedule"] == "simt" and facts["dynamic_shared_bytes"] == 0
+    assert facts["grid"] == [2, 1, 1] and facts["num_regs"] == 0  # the fake reports 0

@@ -346,7 +346,7 @@ def kernel_facts(exe) -> list:
                "block": list(launch.config.block),
                "dynamic_shared_bytes": launch.config.shared_bytes}
         sched = getattr(launch.kernel, "schedule", {}) or {}
-        rec.update({k: sched[k] for k in ("gpu_schedule", "tile") if k in sched})
+        rec.update({k: sched[k] for k in ("gpu_schedule", "tile", "stages") if k in sched})
         for attr in ("NUM_REGS", "SHARED_SIZE_BYTES", "MAX_THREADS_PER_BLOCK"):
             try:
                 rec[attr.lower()] = fn.attribute(attr)

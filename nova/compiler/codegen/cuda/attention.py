@@ -3,7 +3,9 @@
 Faster Attention with Better Parallelism and Work Partitioning", arXiv 2307.08691, Algorithms 1
 and 2). The T x T score matrix never reaches global memory. Inner products are scalar/vector FMAs
 (SIMT) on shared-memory tiles, in the operands' dtype (float32 or float64); float32 at matmul
-precision "tf32" runs the tensor-core kernels of attention_mma.py where their tiles apply.
+precision "tf32" runs the tensor-core kernels of attention_mma.py where their tiles apply, and
+elsewhere these kernels with Q and K rounded to TF32 (so the logits, and a SIMT backward's P
+against a tensor-core forward's lse, are the tensor cores').
 
 Forward (Algorithm 1): one block per (batch element, tile of BQ query rows), GROUP = 8 threads
 per query row. The Q tile is staged once; per tile of BK keys (causal: only tiles up to the
@@ -62,7 +64,7 @@ class _Flash(FlashText):
     """One fused attention equation's kernel: `forward()` or `backward()` returns the gpu.func
     text and sets grid, block, shared_bytes and tiles."""
 
-    def __init__(self, name: str, kernel: Kernel):
+    def __init__(self, name: str, kernel: Kernel, precision: str = "highest"):
         (self.e,) = [q for q in kernel.program.eqns if q.prim.name.startswith("flash_attention")]
         q, k, v = (x.type for x in self.e.inputs[:3])
         why = unsupported(q.dtype, q.shape[-1], v.shape[-1])
@@ -70,6 +72,10 @@ class _Flash(FlashText):
             raise NotImplementedError(f"cuda codegen: no flash-attention kernel for {why} "
                                       f"(kernel {name})")
         super().__init__(q.dtype)
+        # At matmul precision "tf32" every float32 attention kernel takes its logits from TF32
+        # Q and K (the tensor-core kernels' operands), so a SIMT backward recomputes P against
+        # a tensor-core forward's lse from the same logits.
+        self.tf32 = precision == "tf32" and self.el == "f32"
         self.name, self.prog = name, kernel.program
         self.fwd = self.e.prim.name == "flash_attention_fwd"
         p = self.e.params
@@ -168,7 +174,8 @@ class _Flash(FlashText):
         i0 = self.mul(self.i("subi", self.ci(nqt - 1), self.i("remui", bid, nqt)), bq)
         r, sub = self.i("divui", tid, GROUP), self.i("remui", tid, GROUP)
         i = self.add(i0, r)
-        self.load_tile("%Qs", qs, self.mem["q"], self.mt["q"], n, i0, tq, d, wd, bq, threads, tid)
+        self.load_tile("%Qs", qs, self.mem["q"], self.mt["q"], n, i0, tq, d, wd, bq, threads, tid,
+                       self.tf32)
         if self.kind == "causal":  # key tiles past the block's last row are fully masked
             kend = self.i("minui", self.add(i0, bq), tk)
             nkt = self.i("divui", self.add(kend, bk - 1), bk)
@@ -181,7 +188,8 @@ class _Flash(FlashText):
         m, l_, o = carried[0], carried[1], carried[2:]
         j0 = self.mul(kt, bk)
         self.emit("gpu.barrier")  # the previous tile's K, V and P are no longer read
-        self.load_tile("%Ks", ks, self.mem["k"], self.mt["k"], n, j0, tk, d, wd, bk, threads, tid)
+        self.load_tile("%Ks", ks, self.mem["k"], self.mt["k"], n, j0, tk, d, wd, bk, threads, tid,
+                       self.tf32)
         self.load_tile("%Vs", vs, self.mem["v"], self.mt["v"], n, j0, tk, dv, wv, bk, threads,
                        tid)
         self.emit("gpu.barrier")
@@ -249,7 +257,8 @@ class _Flash(FlashText):
         j0 = self.mul(self.i("remui", bid, nkt), bk)
         r, sub = self.i("divui", tid, GROUP), self.i("remui", tid, GROUP)
         j = self.add(j0, r)
-        self.load_tile("%Ks", ks, self.mem["k"], self.mt["k"], n, j0, tk, d, wd, bk, threads, tid)
+        self.load_tile("%Ks", ks, self.mem["k"], self.mt["k"], n, j0, tk, d, wd, bk, threads, tid,
+                       self.tf32)
         self.load_tile("%Vs", vs, self.mem["v"], self.mt["v"], n, j0, tk, dv, wv, bk, threads,
                        tid)
         # Causal: query tiles before the one holding key j0 see none of this block's keys.
@@ -261,7 +270,8 @@ class _Flash(FlashText):
         dk, dvs = carried[:nk], carried[nk:]
         i0 = self.mul(qt, bq)
         self.emit("gpu.barrier")  # the previous query tile is no longer read
-        self.load_tile("%Qs", qs, self.mem["q"], self.mt["q"], n, i0, tq, d, wd, bq, threads, tid)
+        self.load_tile("%Qs", qs, self.mem["q"], self.mt["q"], n, i0, tq, d, wd, bq, threads, tid,
+                       self.tf32)
         self.load_tile("%dOs", dos, self.mem["do"], self.mt["do"], n, i0, tq, dv, wv, bq,
                        threads, tid)
         self._stage_rows(n, i0, bq, tid, ls, ds_t)
@@ -371,11 +381,11 @@ def emit_gpu_attention(kernel: Kernel, precision: str = "highest") -> list:
     `supports`)."""
     from nova.compiler.codegen.cuda.attention_mma import FlashMma, mma_backward_fits, mma_tiles
 
-    em = _Flash(kernel.name, kernel)
+    em = _Flash(kernel.name, kernel, precision)
     schedule = "flash_simt"
     fits = mma_tiles(em.d, em.dv) is not None if em.fwd else mma_backward_fits(em.d, em.dv)
-    if precision == "tf32" and em.el == "f32" and fits:
-        em, schedule = FlashMma(kernel.name, kernel), "flash_mma_tf32"
+    if em.tf32 and fits:
+        em, schedule = FlashMma(kernel.name, kernel, precision), "flash_mma_tf32"
     em.text = em.forward() if em.fwd else em.backward()
     kernel.schedule.update({"gpu_schedule": schedule, "tile": em.tiles})
     parts = [(kernel, em)]

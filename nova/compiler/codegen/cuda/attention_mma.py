@@ -5,7 +5,8 @@ precision "tf32": FlashAttention-2's forward and backward (T. Dao, arXiv 2307.08
 One block of 4 warps per (batch element, tile of 64 query rows); warp w owns rows 16w..16w+15.
 Each thread holds its Q fragments (the m16n8k8 A layout, codegen/cuda/mma.py) in registers,
 rounded to TF32 once. Key tiles of BKV keys stream through a ring of shared buffers filled by
-cp.async (K rows padded to D + 4 floats, V rows to Dv + 8, so fragment reads are conflict-free;
+cp.async (K rows padded to D + 4 floats, V rows to 8 (mod 16) floats, `v_row`, so the
+fragment reads of both are conflict-free;
 each thread rounds the chunks it copied to TF32 before the block's barrier). Per tile:
 - S = Q Kᵀ on tensor cores: BKV/8 accumulator tiles of 16 x 8 per warp (C layout: thread (g, t)
   holds rows g, g + 8 and keys 2t, 2t + 1 of each tile);
@@ -57,9 +58,9 @@ BKV_BWD, BQ_BWD = 64, 32
 
 
 def mma_backward_fits(d: int, dv: int) -> bool:
-    """Whether the tensor-core backward applies to head dims d, dv (float32): multiples of 8
-    whose tiles fit 48 KiB of shared memory (Q and dO tiles, the P/dS buffer, K for dQ) and
-    split into whole 16-byte chunks per thread."""
+    """Whether the tensor-core backward applies to head dims d, dv (float32): multiples of 16
+    (dQ's warps split D's 8-column tiles in two; whole 16-byte chunks per thread), at most 128,
+    whose tiles fit 48 KiB of shared memory (Q and dO tiles, the P/dS buffer, K for dQ)."""
     if d % 8 or dv % 8 or d > MAX_HEAD_DIM or dv > MAX_HEAD_DIM:
         return False
     smem = 4 * (BQ_BWD * (d + 4) + BQ_BWD * (dv + 4) + BKV_BWD * (BQ_BWD + 4)
@@ -69,6 +70,12 @@ def mma_backward_fits(d: int, dv: int) -> bool:
     return smem <= SHARED_LIMIT and chunks and (d // 8) % (WARPS // (BQ_BWD // 16)) == 0
 
 
+def v_row(dv: int) -> int:
+    """Floats per row of the forward's V tile: 8 (mod 16), so the B-fragment reads (rows t,
+    t + 4 of column g) fall in 32 distinct banks (a row length of 0 (mod 16) conflicts)."""
+    return dv + 8 if dv % 16 == 0 else dv
+
+
 def mma_tiles(d: int, dv: int):
     """(BKV, stages) of the tensor-core forward for head dims d, dv (float32), or None when it
     does not apply (head dims not multiples of 8 or above 128, no tile fitting 48 KiB of shared
@@ -76,7 +83,7 @@ def mma_tiles(d: int, dv: int):
     if d % 8 or dv % 8 or d > MAX_HEAD_DIM or dv > MAX_HEAD_DIM:
         return None
     for bkv, stages in KV_TILES:
-        smem = 4 * (stages * bkv * ((d + 4) + (dv + 8)) + WARPS * 16 * (bkv + 4))
+        smem = 4 * (stages * bkv * ((d + 4) + v_row(dv)) + WARPS * 16 * (bkv + 4))
         chunks_even = (bkv * d // 4) % THREADS == 0 and (bkv * dv // 4) % THREADS == 0
         if smem <= SHARED_LIMIT and chunks_even:
             return bkv, stages
@@ -85,15 +92,6 @@ def mma_tiles(d: int, dv: int):
 
 class FlashMma(_Flash):
     """The tensor-core forward; `forward()` returns the gpu.func text (grid, block, tiles set)."""
-
-    def _round(self, x: str, w: int = 1) -> str:
-        """x rounded to TF32 (10 mantissa bits, ties away from zero, as cvt.rna.tf32.f32)."""
-        it, ft = (f"vector<{w}xi32>", f"vector<{w}xf32>") if w > 1 else ("i32", "f32")
-        cst = (lambda v: self.t.c(f"dense<{v}>", it)) if w > 1 else (lambda v: self.t.c(v, "i32"))
-        bits = self.op(f"arith.bitcast {x} : {ft} to {it}")
-        bits = self.op(f"arith.addi {bits}, {cst(0x1000)} : {it}")
-        bits = self.op(f"arith.andi {bits}, {cst(-0x2000)} : {it}")
-        return self.op(f"arith.bitcast {bits} : {it} to {ft}")
 
     def _copy_tile(self, role: str, smem: str, smt: str, stage: str, row0: str, dim: int,
                    chunks: list, live: str | None = None) -> list:
@@ -136,14 +134,14 @@ class FlashMma(_Flash):
                 col = self.mul(self.i("remui", e, dim // 4), 4)
                 at = f"{smem}[{stage}, {row}, {col}]"
                 x = self.op(f"vector.load {at} {{alignment = 16}} : {smt}, vector<4xf32>")
-                self.emit(f"vector.store {self._round(x, 4)}, {at} {{alignment = 16}} : {smt}, "
+                self.emit(f"vector.store {self.tf32_round(x, 4)}, {at} {{alignment = 16}} : {smt}, "
                           "vector<4xf32>")
 
     def forward(self) -> str:
         self.bkv, stages = mma_tiles(self.d, self.dv)
         bkv, d, dv, tq, tk = self.bkv, self.d, self.dv, self.tq, self.tk
         self.ks = self.shared("Ks", stages, bkv, d + 4)
-        self.vs = self.shared("Vs", stages, bkv, dv + 8)
+        self.vs = self.shared("Vs", stages, bkv, v_row(dv))
         ps = self.shared("Ps", WARPS, 16, bkv + 4)
         nqt = -(-tq // BQ)
         bid, tid = self.op("gpu.block_id x"), self.op("gpu.thread_id x")
@@ -168,7 +166,7 @@ class FlashMma(_Flash):
                 at = self.add(self.mul(self.add(self.mul(n, tq), self.i("minui", row, tq - 1)),
                                        d), col)
                 x = self.load(self.mem["q"], at, self.mt["q"], 1)
-                vals.append(self._round(self.select(ok, x, self.cf(0.0))))
+                vals.append(self.tf32_round(self.select(ok, x, self.cf(0.0))))
             qf.append(self.op(f"vector.from_elements {', '.join(vals)} : vector<4x1xf32>"))
         if self.kind == "causal":  # key tiles past the block's last row are fully masked
             kend = self.i("minui", self.add(i0, BQ), tk)
@@ -242,13 +240,13 @@ class FlashMma(_Flash):
                 p = [self.exp(self.f("subf", s[h][2 * nt + c], safe[h])) for c in range(2)]
                 for x in p:
                     total = self.f("addf", total, x)
-                pv = self._round(self.op(f"vector.from_elements {p[0]}, {p[1]} : vector<2xf32>"),
-                                 2)
+                pair = self.op(f"vector.from_elements {p[0]}, {p[1]} : vector<2xf32>")
+                pv = self.tf32_round(pair, 2)
                 col = self.add(two_t, nt * 8)
                 self.emit(f"vector.store {pv}, %Ps[{warp}, {prow}, {col}] {{alignment = 8}} : "
                           f"{ps}, vector<2xf32>")
             l_new.append(total)
-        self.emit("gpu.barrier")  # each warp's P is complete
+        self.emit(f"nvvm.bar.warp.sync {self.t.c(-1, 'i32')} : i32")  # the warp's P is complete
         scale = self.op(f"vector.from_elements {corr[0]}, {corr[0]}, {corr[1]}, {corr[1]} : "
                         f"{acc_t}")
         o = [self.op(f"arith.mulf {x}, {scale} : {acc_t}") for x in o]
@@ -317,7 +315,7 @@ class FlashMma(_Flash):
                 at = self.add(self.mul(self.add(self.mul(self.nb, rows_total),
                                                 self.i("minui", row, rows_total - 1)), dim), col)
                 x = self.load(self.mem[role], at, self.mt[role], 1)
-                vals.append(self._round(self.select(ok, x, self.cf(0.0))))
+                vals.append(self.tf32_round(self.select(ok, x, self.cf(0.0))))
             out.append(self.op(f"vector.from_elements {', '.join(vals)} : vector<4x1xf32>"))
         return out
 
@@ -349,7 +347,7 @@ class FlashMma(_Flash):
         for smem, smt, row, col in self._pending:
             at = f"{smem}[{row}, {col}]"
             x = self.op(f"vector.load {at} {{alignment = 16}} : {smt}, vector<4xf32>")
-            self.emit(f"vector.store {self._round(x, 4)}, {at} {{alignment = 16}} : {smt}, "
+            self.emit(f"vector.store {self.tf32_round(x, 4)}, {at} {{alignment = 16}} : {smt}, "
                       "vector<4xf32>")
         self._pending = []
 
@@ -358,7 +356,7 @@ class FlashMma(_Flash):
         warp's rows of buf[key, query]."""
         for nq, (v0, v1) in enumerate(tiles):
             for h, pair in enumerate((v0, v1)):
-                pv = self._round(pair, 2)
+                pv = self.tf32_round(pair, 2)
                 row = self.add(self.mul(warp, 16), self.g, 8 * h)
                 col = self.add(self.two_t, nq * 8)
                 self.emit(f"vector.store {pv}, {buf}[{row}, {col}] {{alignment = 8}} : {bt}, "
@@ -457,9 +455,10 @@ class FlashMma(_Flash):
             ds_tiles.append(dd)
         # dV += P^T dO (the warp's rows of the buffer; no other warp reads them).
         self._to_buffer("%Bf", buf, warp, p_tiles)
-        self.emit("gpu.barrier")
+        warp_sync = f"nvvm.bar.warp.sync {self.t.c(-1, 'i32')} : i32"
+        self.emit(warp_sync)  # the warp's rows of P^T are complete
         dvs = self._mma_rows("%Bf", buf, warp, bq, "%dOs", dos, dv, dvs)
-        self.emit("gpu.barrier")  # P^T read: the buffer takes dS^T
+        self.emit(warp_sync)  # the warp's P^T is read: its rows take dS^T
         self._to_buffer("%Bf", buf, warp, ds_tiles)
         self.emit("gpu.barrier")  # dQ reads every warp's dS^T
         dk = self._mma_rows("%Bf", buf, warp, bq, "%Qs", qs, d, dk)

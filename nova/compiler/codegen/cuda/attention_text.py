@@ -216,10 +216,22 @@ class FlashText:
             self.emit(f"vector.store {val}, {mem}[{idx}] {{alignment = {w * self.size}}} : {mt}, "
                       f"{self.ty(w)}")
 
+    def tf32_round(self, x: str, w: int = 1) -> str:
+        """float32 x (w-wide) rounded to TF32: 10 mantissa bits, ties away from zero (as
+        cvt.rna.tf32.f32; the tensor-core kernels' operand rounding)."""
+        it, ft = (f"vector<{w}xi32>", f"vector<{w}xf32>") if w > 1 else ("i32", "f32")
+        cst = (lambda v: self.t.c(f"dense<{v}>", it)) if w > 1 else (lambda v: self.t.c(v, "i32"))
+        bits = self.op(f"arith.bitcast {x} : {ft} to {it}")
+        bits = self.op(f"arith.addi {bits}, {cst(0x1000)} : {it}")
+        bits = self.op(f"arith.andi {bits}, {cst(-0x2000)} : {it}")
+        return self.op(f"arith.bitcast {bits} : {it} to {ft}")
+
     def load_tile(self, smem: str, smt: str, mem: str, mt: str, n: str, row0: str,
-                  rows_total: int, dim: int, w: int, tile_rows: int, threads: int, tid: str):
+                  rows_total: int, dim: int, w: int, tile_rows: int, threads: int, tid: str,
+                  tf32: bool = False):
         """Rows row0.. of batch element n of a (rows_total, dim) operand into the shared tile
-        (tile_rows, >= dim), w-wide chunks spread over the block; rows past the end read 0."""
+        (tile_rows, >= dim), w-wide chunks spread over the block; rows past the end read 0;
+        rounded to TF32 when `tf32`."""
         cpr = dim // w
         total = tile_rows * cpr
         base = self.mul(n, rows_total * dim)
@@ -234,6 +246,8 @@ class FlashText:
             gc = self.i("minui", g, rows_total - 1)
             val = self.load(mem, self.add(base, self.mul(gc, dim), col), mt, w)
             val = self.select(ok, val, self.cf(0.0, w), w)
+            if tf32:
+                val = self.tf32_round(val, w)
             self.store(val, smem, f"{row}, {col}", smt, w)
             self.close_if(guard)
 

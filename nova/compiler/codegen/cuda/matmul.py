@@ -350,5 +350,6 @@ def emit_gpu_contraction(name: str, kernel: Kernel, precision: str,
                    shared_optin=shared_optin)
     mm.text = mm.emit()
     mm.block = (mm.threads, 1, 1)
-    kernel.schedule.update({"gpu_schedule": mm.schedule, "tile": (mm.BM, mm.BN, mm.BK)})
+    kernel.schedule.update({"gpu_schedule": mm.schedule, "tile": (mm.BM, mm.BN, mm.BK),
+                            "stages": mm.stages})
     return mm

@@ -10,7 +10,7 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
 - workgroup memory has one copy per block (dynamic shared memory too: each `memref.view` of it
   is a buffer of its own, and overlapping views are refused); `gpu.barrier` is a no-op
   (lockstep already orders every store before every later load, so a missing barrier cannot be
-  detected);
+  detected), and so is `nvvm.bar.warp.sync`;
 - `gpu.shuffle xor` exchanges lanes within each warp of 32;
 - atomics: `memref.atomic_rmw` adds every thread's value; `memref.generic_atomic_rmw` runs its
   region for one thread after another;
@@ -256,7 +256,7 @@ class _Sim:
             out = self.tid.copy()
         elif name == "gpu.block_id":
             out = self.bid[str(op.attributes["dimension"]).split()[-1].strip(">")].copy()
-        elif name == "gpu.barrier":
+        elif name in ("gpu.barrier", "nvvm.bar.warp.sync"):
             return
         elif name == "gpu.shuffle":
             x, off = ins[0], ins[1]

@@ -270,11 +270,18 @@ def _wrap_outputs(raw: list, values: list, handed_over=(), leaves=None) -> list:
             k = roots.get(id(o if o.base is None else o.base))
             if k is not None and isinstance(leaves[k], Array):
                 leaves[k]._owned = False
-    # An output returned twice (or two views of one buffer) is shared, so neither copy is
-    # Nova's alone: donating one must not write the memory the other shows.
+    # An output returned twice (or two views of one buffer): each later one gets a buffer of
+    # its own, so writing one result (np.asarray of it is writable) or donating it never shows
+    # in another, as two results of a JAX call are distinct arrays.
     roots = collections.Counter([id(o if o.base is None else o.base) for o in raw])
     if len(roots) < len(raw):
-        ins |= {r for r, n in roots.items() if n > 1}
+        seen: set = set()
+        fresh = []
+        for o in raw:
+            root = id(o if o.base is None else o.base)
+            fresh.append(o.copy() if root in seen else o)
+            seen.add(root)
+        raw = fresh
     out = []
     for o in raw:
         base = o.base

@@ -299,6 +299,23 @@ def test_an_output_returned_twice_is_not_owned_by_either_array():
     np.testing.assert_array_equal(np.asarray(c), np.full(4, 10.0, np.float32))
 
 
+def test_results_that_are_one_value_are_distinct_buffers():
+    """(y, y), (y, y.T) and (x, x): a result repeated is a buffer of its own, so writing one
+    through np.asarray (results are the caller's to write) leaves the others, and the argument,
+    as they were. (The first of (x, x) is the argument's own buffer, as an identity jit's.)"""
+    x0 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for fn in (lambda x: (x * 2, x * 2), lambda x: (x + 1, (x + 1).T), lambda x: (x, x)):
+        x = x0.copy()
+        a, b = nova.jit(fn)(x)
+        want_a = np.array(np.asarray(a))
+        np.asarray(b)[...] = -7.0
+        np.testing.assert_array_equal(np.asarray(a), want_a)
+        np.testing.assert_array_equal(x, x0)
+    a, b = nova.jit(lambda x: (x * 2, x * 2))(x0)
+    np.asarray(a)[...] = 5.0
+    np.testing.assert_array_equal(np.asarray(b), x0 * 2)
+
+
 def test_a_large_closed_over_array_returned_from_jit_is_the_callers_copy(tmp_path, monkeypatch):
     """A closed-over Array of more than 4096 elements is a host constant of the executable;
     returned as a result it is copied, so donating (or writing) that result changes neither the

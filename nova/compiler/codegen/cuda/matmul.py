@@ -239,12 +239,7 @@ class GPUMatmul(StagingMixin):
         for s in range(S - 1):
             live = None if s < kt_n else t.c(0, "i1")
             group = self.async_copy(t.c(min(s, kt_n - 1) * BK), t.c(s), chunks, live)
-        res = t.fresh()
-        names = ", ".join(f"%acc{i} = {a}" for i, a in enumerate(accs))
-        types = ", ".join([self.acc_type] * len(accs))
-        t.emit(f"{res}:{len(accs)} = scf.for %kt = {t.c(0)} to {t.c(kt_n)} step {t.c(1)} "
-               f"iter_args({names}) -> ({types}) {{")
-        t.indent += 2
+        res, types = self._open_k_loop(accs, kt_n)
         # Groups committed before this slice's wait: tiles 0 .. kt + S - 2, so S - 2 may pend.
         t.emit(f"nvgpu.device_async_wait {group} {{numGroups = {S - 2} : i32}}")
         self.stage = t.idx("remui", "%kt", t.c(S))
@@ -264,6 +259,18 @@ class GPUMatmul(StagingMixin):
         self.stage = None
         return res
 
+    def _open_k_loop(self, accs: list, kt_n: int) -> tuple:
+        """Opens `scf.for %kt` over the kt_n K slices carrying the accumulators (%acc<i>);
+        returns (result name, accumulator types)."""
+        t = self.t
+        res = t.fresh()
+        names = ", ".join(f"%acc{i} = {a}" for i, a in enumerate(accs))
+        types = ", ".join([self.acc_type] * len(accs))
+        t.emit(f"{res}:{len(accs)} = scf.for %kt = {t.c(0)} to {t.c(kt_n)} step {t.c(1)} "
+               f"iter_args({names}) -> ({types}) {{")
+        t.indent += 2
+        return res, types
+
     def _staged_loop(self, accs: list) -> str:
         """The K loop over one shared-memory buffer: the next slice is loaded into registers
         while the current one is multiplied, then stored (two barriers per slice)."""
@@ -272,12 +279,7 @@ class GPUMatmul(StagingMixin):
         kt_n = -(-self.k // BK)
         self.stage_stores(self.stage_loads(t.c(0)))
         t.emit("gpu.barrier")
-        res = t.fresh()
-        names = ", ".join(f"%acc{i} = {a}" for i, a in enumerate(accs))
-        types = ", ".join([self.acc_type] * len(accs))
-        t.emit(f"{res}:{len(accs)} = scf.for %kt = {t.c(0)} to {t.c(kt_n)} step {t.c(1)} "
-               f"iter_args({names}) -> ({types}) {{")
-        t.indent += 2
+        res, types = self._open_k_loop(accs, kt_n)
         # The next slice (the last one again on the last step: no branch, harmless).
         nxt = t.idx("minui", t.idx("addi", "%kt", t.c(1)), t.c(kt_n - 1))
         pending = self.stage_loads(t.mul(nxt, BK))

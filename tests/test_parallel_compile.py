@@ -369,3 +369,57 @@ def test_threads_compiling_matmul_programs_at_once_all_get_their_kernels(monkeyp
         t.join()
     assert not errors, errors
     assert not backend_cpu._background
+
+
+def _wait_child(pid: int, seconds: float = 60.0) -> int | None:
+    """The exit status of child pid, or None (after killing it) when it is still running."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return None
+
+
+def test_a_forked_compile_child_does_not_wait_on_locks_held_at_the_fork():
+    """Found in a CI run: a background-compile child waited forever on a lock that another
+    thread of the parent (the launcher build) held at the fork. Nova's module locks start free
+    in the child, and the temporary directory is resolved before forking."""
+    import tempfile
+    import threading
+
+    from nova.runtime import launcher
+
+    def child():
+        cache.memory_get("no such key")
+        with backend_cpu._background_lock, launcher._lock:
+            pass
+        tempfile.mkdtemp(prefix="nova-fork-test-")
+
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold():  # another thread holding every lock while the fork happens
+        with cache._lock, backend_cpu._background_lock, launcher._lock:
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(30)
+    saved, tempfile.tempdir = tempfile.tempdir, None
+    try:
+        pid = cc._fork_worker(child)
+    finally:
+        release.set()
+        t.join()
+        if tempfile.tempdir is None:
+            tempfile.tempdir = saved
+    assert pid is not None
+    assert _wait_child(pid) == 0  # 0: the child ran through; None: it hung (killed)
+    assert tempfile.tempdir is not None  # resolved before the fork

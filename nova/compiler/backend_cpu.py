@@ -240,6 +240,16 @@ def _library_job(entries: list, target: str, dump_dir: str | None) -> tuple[dict
 _background: dict[str, tuple] = {}
 _background_lock = threading.Lock()
 
+
+def _fresh_locks_in_child() -> None:
+    """A forked compile child starts with the background-compile lock free (another thread
+    may have held it at the fork)."""
+    global _background_lock
+    _background_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks_in_child)
+
 # Kernel kinds built ahead of the rest of their program (the largest texts: the flash attention
 # kernels and the generic GEMM took ~0.7 of the tiny GPT-2 step's 1.7 s of LLVM CPU time;
 # bench/NOTES.md round 11).

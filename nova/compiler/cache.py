@@ -28,6 +28,17 @@ _warned_readonly = False
 stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0}
 
 
+def _fresh_locks_in_child() -> None:
+    """A forked compile child (codegen/cpu/compile.py _fork_worker) starts with the cache lock
+    free: another thread of the parent may have held it at the fork, and the child's cache
+    writes would wait on it forever."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks_in_child)
+
+
 def cache_dir() -> str:
     return os.environ.get("NOVA_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "nova")
 

@@ -29,6 +29,16 @@ _lock = threading.Lock()
 _loaded: dict[str, object] = {}
 
 
+def _fresh_locks_in_child() -> None:
+    """A forked compile child starts with the launcher lock free (the launcher-build thread
+    holds it for the whole C compile, ~0.6 s, and a fork may land then)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks_in_child)
+
+
 def _source() -> str:
     """C source of nova_run: one small caller per argument count (an exact function type per
     call, as the C standard requires for calls through a converted function pointer), picked

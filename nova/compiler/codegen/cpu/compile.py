@@ -398,6 +398,11 @@ def _fork_worker(fn) -> int | None:
     LLVM (whose internal locks a child would inherit held); the child starts with a lock of its
     own and keeps no failed MLIR source (the parent compiles a failed job again and reports)."""
     global _lock, _keep_failed_source
+    # The child makes temporary folders: resolve the temporary directory here, once, so the
+    # child never takes tempfile's module lock, which another thread (the launcher build) may
+    # hold at the fork (a child waited on it forever in a CI run). Nova's own module locks are
+    # renewed in the child by os.register_at_fork (cache.py, backend_cpu.py, launcher.py).
+    tempfile.gettempdir()
     with _lock:
         try:
             with warnings.catch_warnings():

@@ -15,9 +15,11 @@ atomically, and loaded with ctypes, so a warm cache needs neither MLIR nor a com
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -76,22 +78,55 @@ def _source() -> str:
     return "\n".join(lines)
 
 
-def _build(src: str, so_path: str) -> None:
-    """Compiles `src` into `so_path` atomically (temporary file + rename)."""
+def _start_build(src: str, so_path: str) -> tuple:
+    """Starts gcc compiling `src` for `so_path` (into a temporary file beside it); returns what
+    `_finish_build` needs. Raises OSError when it cannot start."""
     os.makedirs(os.path.dirname(so_path), exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="nova-launcher-") as work:
-        c_path = os.path.join(work, "launcher.c")
-        with open(c_path, "w") as f:
-            f.write(src)
-        tmp = f"{so_path}.tmp{os.getpid()}.{threading.get_ident()}"  # per process and thread
-        # -O0: the loop is a table walk and indirect calls, which optimizing barely changes
-        res = subprocess.run(["gcc", "-O0", "-shared", "-fPIC", "-o", tmp, c_path],
-                             capture_output=True, text=True)
-    if res.returncode != 0:
+    work = tempfile.mkdtemp(prefix="nova-launcher-")
+    c_path = os.path.join(work, "launcher.c")
+    with open(c_path, "w") as f:
+        f.write(src)
+    tmp = f"{so_path}.tmp{os.getpid()}.{threading.get_ident()}"  # per process and thread
+    # -O0: the loop is a table walk and indirect calls, which optimizing barely changes
+    try:
+        proc = subprocess.Popen(["gcc", "-O0", "-shared", "-fPIC", "-o", tmp, c_path],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except OSError:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return proc, tmp, work
+
+
+def _finish_build(started: tuple, so_path: str) -> None:
+    """Waits for a `_start_build` and moves its library to `so_path` atomically (rename).
+    Raises OSError with gcc's message when it failed."""
+    proc, tmp, work = started
+    _, err = proc.communicate()
+    shutil.rmtree(work, ignore_errors=True)
+    if proc.returncode != 0:
         if os.path.exists(tmp):
             os.remove(tmp)
-        raise OSError(f"building the native launcher failed: {res.stderr.strip()}")
+        raise OSError(f"building the native launcher failed: {err.strip()}")
     os.replace(tmp, so_path)
+
+
+def _build(src: str, so_path: str) -> None:
+    """Compiles `src` into `so_path` atomically (temporary file + rename)."""
+    _finish_build(_start_build(src, so_path), so_path)
+
+
+def _finish_pending_at_exit() -> None:
+    """A prefetched build no call waited for is completed at exit (the next process finds the
+    launcher built; no temporary file is left)."""
+    for lib_dir, started in list(_pending.items()):
+        _pending.pop(lib_dir, None)
+        try:
+            _finish_build(started, os.path.join(lib_dir, library_name()))
+        except OSError:
+            pass
+
+
+atexit.register(_finish_pending_at_exit)
 
 
 def library_name() -> str:
@@ -100,27 +135,26 @@ def library_name() -> str:
 
 
 _prefetching: set = set()
+_pending: dict = {}  # lib_dir -> (gcc process, temporary .so path, work folder) of a prefetch
 
 
 def prefetch_launcher(lib_dir: str | None) -> None:
-    """Starts building the launcher into `lib_dir` in a background thread when it is not built
-    yet, so that the C compiler (~0.6 s of CPU: 97 callers of up to 96 arguments) runs while
-    the program's own kernels are being generated and compiled; `load_launcher` then waits
-    for it (the same lock). Errors are left for that call to raise."""
+    """Starts building the launcher into `lib_dir` when it is not built yet: the C compiler
+    (~0.6 s of CPU: 97 callers of up to 96 arguments) runs as its own process while the
+    program's kernels are generated and compiled; `load_launcher` then waits for it. No Python
+    thread is involved: compiles fork children (codegen/cpu/compile.py), and a thread of this
+    process holding a lock at a fork (tempfile's, an import's) left a child waiting on it
+    forever. Errors are left for load_launcher to raise."""
     if lib_dir is None or os.path.exists(os.path.join(lib_dir, library_name())):
         return
     with _lock:
         if lib_dir in _prefetching:
             return
         _prefetching.add(lib_dir)
-
-    def build():
         try:
-            load_launcher(lib_dir)
+            _pending[lib_dir] = _start_build(_source(), os.path.join(lib_dir, library_name()))
         except OSError:
             pass
-
-    threading.Thread(target=build, name="nova-launcher-build", daemon=True).start()
 
 
 def load_launcher(lib_dir: str | None):
@@ -136,6 +170,12 @@ def load_launcher(lib_dir: str | None):
             path = os.path.join(d, name)
             if path in _loaded:
                 return _loaded[path]
+            started = _pending.pop(d, None) if d == lib_dir else None
+            if started is not None:  # the prefetched build: wait for gcc
+                try:
+                    _finish_build(started, path)
+                except OSError:
+                    pass  # built (or reported) below
             try:
                 if not os.path.exists(path):
                     _build(src, path)

@@ -32,8 +32,8 @@ _loaded: dict[str, object] = {}
 
 
 def _fresh_locks_in_child() -> None:
-    """A forked compile child starts with the launcher lock free (the launcher-build thread
-    holds it for the whole C compile, ~0.6 s, and a fork may land then)."""
+    """A forked compile child starts with the launcher lock free (a thread of the parent may
+    hold it while it waits for the launcher's build at the fork)."""
     global _lock
     _lock = threading.Lock()
 

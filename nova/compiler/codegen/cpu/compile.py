@@ -399,9 +399,10 @@ def _fork_worker(fn) -> int | None:
     own and keeps no failed MLIR source (the parent compiles a failed job again and reports)."""
     global _lock, _keep_failed_source
     # The child makes temporary folders: resolve the temporary directory here, once, so the
-    # child never takes tempfile's module lock, which another thread (the launcher build) may
-    # hold at the fork (a child waited on it forever in a CI run). Nova's own module locks are
-    # renewed in the child by os.register_at_fork (cache.py, backend_cpu.py, launcher.py).
+    # child never takes tempfile's module lock for it, which another thread may hold at the
+    # fork (a child waited on it forever in a CI run, when the launcher was built in a thread;
+    # it is a process of its own now). Nova's own module locks are renewed in the child by
+    # os.register_at_fork (cache.py, backend_cpu.py, launcher.py).
     tempfile.gettempdir()
     with _lock:
         try:

@@ -173,41 +173,13 @@ class HalfMmaSchedule(MmaSchedule):
             reg = t.op(f"llvm.bitcast {reg} : i32 to vector<2xf16>")
         return reg
 
-    def _register(self, which: str, free: str, k: str) -> str:
-        """The 32-bit register of the pair (free, k), (free, k + 1) of tile `which`: one 32-bit
-        load where k is the tile's inner dimension, else two 16-bit loads packed."""
-        t = self.t
-        smem, mt = ("%As", self.as_t) if which == "a" else ("%Bs", self.bs_t)
-        se = self.se
-        inner_is_k = self.smem_a_ik if which == "a" else self.smem_b_jk
-        if inner_is_k:
-            at = self.smem_index(which, k, free, self.stage)
-            pair = t.op(f"vector.load {smem}[{at}] {{alignment = 4}} : {mt}, vector<2x{se}>")
-            word = t.op(f"vector.bitcast {pair} : vector<2x{se}> to vector<1xi32>")
-            reg = t.op(f"vector.extract {word}[0] : i32 from vector<1xi32>")
-        else:
-            halves = []
-            for kk in (k, t.add(k, t.c(1))):
-                at = self.smem_index(which, kk, free, self.stage)
-                x = t.op(f"memref.load {smem}[{at}] : {mt}")
-                if se != "i16":
-                    x = t.op(f"arith.bitcast {x} : {se} to i16")
-                halves.append(t.op(f"arith.extui {x} : i16 to i32"))
-            high = t.op(f"arith.shli {halves[1]}, {t.c(16, 'i32')} : i32")
-            reg = t.op(f"arith.ori {halves[0]}, {high} : i32")
-        if self.mma_type == "f16":  # NVVM takes f16 pairs as vector<2xf16>
-            reg = t.op(f"llvm.bitcast {reg} : i32 to vector<2xf16>")
-        return reg
-
     def steps(self, accs: list) -> list:
         t = self.t
         accs = list(accs)
-        two_t = t.mul(self.tt, 2)
         opt = "vector<2xf16>" if self.mma_type == "f16" else "i32"
         struct = "!llvm.struct<(f32, f32, f32, f32)>"
+        assert self.NI % 2 == 0, "B tiles are loaded in pairs (warp tiles 32 columns wide)"
         for ks in range(self.BK // 16):
-            k0 = t.add(two_t, t.c(ks * 16)) if ks else two_t
-            k8 = t.add(k0, t.c(8))
             # ldmatrix.x4 per A tile and per pair of B tiles; .trans where k is not the tile's
             # inner dimension (each lane then gets the k pair of its row or column).
             res = f"vector<4x2x{self.se}>"
@@ -223,22 +195,17 @@ class HalfMmaSchedule(MmaSchedule):
                                              True, res)
                 fa.append([HalfMmaSchedule._word(self, v, i) for i in range(4)])
             fb = []
-            for ni in range(self.NI):
-                if ni % 2 == 0 and ni + 1 < self.NI:
-                    n0 = t.add(self.wn0, t.c(ni * 8))
-                    if self.smem_b_jk:
-                        v = MmaSchedule.ldmatrix(self, "b", t.add(n0, self.l8, t.mul(self.q2, 8)),
-                                                 t.add(t.mul(self.q1, 8), t.c(ks * 16)), 4, False,
-                                                 res)
-                    else:
-                        v = MmaSchedule.ldmatrix(self, "b", t.add(n0, t.mul(self.q2, 8)),
-                                                 t.add(self.l8, t.mul(self.q1, 8), t.c(ks * 16)),
-                                                 4, True, res)
-                    words = [HalfMmaSchedule._word(self, v, i) for i in range(4)]
-                    fb += [words[:2], words[2:]]
-                elif len(fb) == ni:  # an odd last tile
-                    col = t.add(self.wn0, t.c(ni * 8), self.g)
-                    fb.append([HalfMmaSchedule._register(self, "b", col, k) for k in (k0, k8)])
+            for ni in range(0, self.NI, 2):
+                n0 = t.add(self.wn0, t.c(ni * 8))
+                if self.smem_b_jk:
+                    v = MmaSchedule.ldmatrix(self, "b", t.add(n0, self.l8, t.mul(self.q2, 8)),
+                                             t.add(t.mul(self.q1, 8), t.c(ks * 16)), 4, False, res)
+                else:
+                    v = MmaSchedule.ldmatrix(self, "b", t.add(n0, t.mul(self.q2, 8)),
+                                             t.add(self.l8, t.mul(self.q1, 8), t.c(ks * 16)), 4,
+                                             True, res)
+                words = [HalfMmaSchedule._word(self, v, i) for i in range(4)]
+                fb += [words[:2], words[2:]]
             for mi in range(self.MI):
                 for ni in range(self.NI):
                     i = 4 * (self.NI * mi + ni)

@@ -76,7 +76,7 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
         sms = sm_count or props.sm_count
         try:
             return [(k, emit_gpu_contraction(k.name, k, precision, sms,
-                                             props.max_shared_memory_per_block_optin))]
+                                             props.max_shared_memory_per_block_optin, arch))]
         except NotImplementedError:
             if len(k.program.eqns) > 1:  # GEMM + separate epilogue loop kernel
                 return [part for p in _split_epilogue(k)

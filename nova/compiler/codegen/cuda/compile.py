@@ -24,7 +24,7 @@ from nova.core.errors import CompilerError
 GPU_PIPELINE = (
     "builtin.module(gpu.module(convert-scf-to-cf,expand-strided-metadata,lower-affine,"
     "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},"
-    "convert-vector-to-llvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})"
+    "convert-vector-to-llvm,convert-nvvm-to-llvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})"
 )
 
 # The PTX ISA version each architecture needs (PTX ISA guide, "Release history"); LLVM's

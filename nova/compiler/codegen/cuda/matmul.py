@@ -338,18 +338,25 @@ class GPUMatmul(StagingMixin):
 
 
 def emit_gpu_contraction(name: str, kernel: Kernel, precision: str,
-                         sm_count: int = 132, shared_optin: int = 48 * 1024) -> GPUMatmul:
+                         sm_count: int = 132, shared_optin: int = 48 * 1024,
+                         arch: str = "sm_90") -> GPUMatmul:
     """The emitter of a contraction kernel after `emit()` (text in `.text`; launch configuration
     in `.grid`, `.block`, `.shared_bytes` (static) and `.dynamic_shared_bytes` (set when the
     cp.async ring needs more than 48 KiB: the launch must opt in)). precision: "tf32" uses
     tensor cores for float32 operands; sm_count and shared_optin (the target's SM count and
-    opt-in shared memory per block) size the tiles and the pipeline.
+    opt-in shared memory per block) size the tiles and the pipeline. On arch "sm_90a" (Hopper's
+    architecture-specific instructions) tensor-core contractions run as wgmma kernels
+    (wgmma.py); elsewhere as mma.sync.
 
     Raises NotImplementedError naming what is unsupported (layout, dtype, several outputs)."""
     if precision not in ("highest", "tf32"):
         raise ValueError(f"matmul precision must be 'highest' or 'tf32', got {precision!r}")
-    mm = GPUMatmul(name, kernel, tf32=precision == "tf32", sm_count=sm_count,
-                   shared_optin=shared_optin)
+    tf32 = precision == "tf32"
+    mm = GPUMatmul(name, kernel, tf32=tf32, sm_count=sm_count, shared_optin=shared_optin)
+    if arch == "sm_90a" and (mm.tf32 or mm.half):
+        from nova.compiler.codegen.cuda.wgmma import WgmmaMatmul
+
+        mm = WgmmaMatmul(name, kernel, tf32=tf32, sm_count=sm_count, shared_optin=shared_optin)
     mm.text = mm.emit()
     mm.block = (mm.threads, 1, 1)
     kernel.schedule.update({"gpu_schedule": mm.schedule, "tile": (mm.BM, mm.BN, mm.BK),

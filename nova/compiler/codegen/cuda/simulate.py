@@ -21,7 +21,14 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
   from lanes 8i..8i+7, 16-byte aligned; .trans for 16-bit elements);
 - `nvgpu.mma.sync` m16n8k8 (tf32) and `nvvm.mma.sync` m16n8k16 (f16, bf16) assemble each warp's
   fragments with the PTX ISA layout (see codegen/cuda/mma.py) and multiply in float64, adding
-  the float32 accumulator once (the hardware's accumulation order is not modelled).
+  the float32 accumulator once (the hardware's accumulation order is not modelled);
+- `nvvm.wgmma.mma_async` (sm_90a) runs per warpgroup of 128 threads, which must all be active and
+  pass the same descriptors; it decodes them (K-major, 128-byte swizzle only) against simulated
+  shared addresses (dynamic shared memory starts at DYNAMIC_SMEM_BASE, deliberately not
+  1024-aligned, so a kernel that does not align its tiles reads the wrong swizzle), reads tf32
+  operands truncated to 19 bits as the tensor cores do, and holds its result as NaN until the
+  `wgmma.wait_group` that covers its commit group lands it (so a missing wait shows);
+  `fence.proxy.async` and `wgmma.fence` are no-ops (ordering is not modelled).
 
 What it cannot check: races, the mapping of nvgpu's vector operands to PTX registers, and
 anything about real hardware (timing, the driver, PTX itself).
@@ -48,6 +55,11 @@ _MATH = {"exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2
          "rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype),
          "erf": np.vectorize(math.erf, otypes=[np.float64])}
 _MATH2 = {"powf": np.power, "atan2": np.arctan2}  # two operands (AdamW's b1 ** count: powf)
+
+
+# The simulated shared-window address of dynamic shared memory: 16-byte but not 1024-byte
+# aligned (wgmma swizzles by absolute address bits).
+DYNAMIC_SMEM_BASE = 0x230
 
 
 def _u(x):
@@ -85,6 +97,10 @@ class _Sim:
                 self.globals[name] = data.reshape(list(mt.shape))
         self.env: dict = {}
         self.shared = set()  # ids of workgroup arrays (indexed by block first)
+        self.view_at: dict = {}  # id(view buffer) -> (shared address, buffer)
+        self.wgmma_pending: list = []  # wgmma results not yet committed: (result, values)
+        self.wgmma_groups: list = []  # committed wgmma groups, oldest first
+        self.wgmma_values: dict = {}  # result -> values, for chained wgmmas before their wait
 
     # --- values ---------------------------------------------------------------------------------
     def uniform(self, value, dtype):
@@ -167,7 +183,89 @@ class _Sim:
         self.views.append((start, nbytes))
         buf = np.zeros([self.nblocks] + list(res_t.shape), dt)
         self.shared.add(id(buf))
+        self.view_at[id(buf)] = (DYNAMIC_SMEM_BASE + start, buf)
         return buf
+
+    def shared_address(self, mem):
+        """memref.extract_aligned_pointer_as_index of dynamic shared memory or a view of it."""
+        if isinstance(mem, tuple):
+            return self.uniform(DYNAMIC_SMEM_BASE, np.int64)
+        if id(mem) in self.view_at:
+            return self.uniform(self.view_at[id(mem)][0], np.int64)
+        raise NotImplementedError("simulate: the address of anything but dynamic shared memory")
+
+    def _read_operand(self, desc: int, rows: int, k: int, ty: str, block: int):
+        """The rows x k operand a wgmma descriptor points to, in float64 (PTX ISA, "Matrix
+        Descriptor Format"; K-major, 128-byte swizzle: byte address bits 4-6 ^= bits 7-9)."""
+        start = (desc & 0x3FFF) << 4
+        sbo = ((desc >> 32) & 0x3FFF) << 4
+        if desc >> 62 != 1 or (desc >> 49) & 7:
+            raise NotImplementedError(f"simulate: wgmma descriptor {desc:#x} (only 128-byte "
+                                      "swizzle with base offset 0)")
+        size = 2 if ty in ("f16", "bf16") else 4
+        r, kk = np.arange(rows)[:, None], np.arange(k)[None, :]
+        logical = start + (r // 8) * sbo + (r % 8) * 128 + kk * size
+        phys = logical ^ (((logical >> 7) & 7) << 4)
+        for at, buf in self.view_at.values():
+            nbytes = buf[block].nbytes
+            if at <= phys.min() and phys.max() + size <= at + nbytes:
+                if buf.itemsize != size:
+                    raise AssertionError(f"wgmma reads {ty} from a buffer of {buf.dtype}")
+                vals = buf[block].reshape(-1)[(phys - at) // size]
+                break
+        else:
+            raise IndexError(f"wgmma descriptor {desc:#x} reads bytes {int(phys.min())}.."
+                             f"{int(phys.max())} outside every shared view")
+        if ty == "tf32":  # the tensor cores read the upper 19 bits
+            bits = vals.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
+            return bits.view(np.float32).astype(np.float64)
+        if ty == "bf16":
+            return (vals.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(
+                np.float64)
+        return vals.astype(np.float64)
+
+    def wgmma(self, op, ins, mask):
+        """wgmma.mma_async m64nNkK, D += A B with A and B from shared memory (see the module
+        docstring); returns NaN for every thread until its wait lands the values."""
+        acc, da, db = ins
+        acc = self.wgmma_values.get(op.operands[0], acc)
+        shape = dict(kv.split(" = ") for kv in
+                     str(op.attributes["shape"]).split("<")[1].rstrip(">").split(", "))
+        m, n, k = int(shape["m"]), int(shape["n"]), int(shape["k"])
+        attr = {name: str(op.attributes[name]).split("<")[-1].rstrip(">")
+                for name in ("typeA", "typeB", "layoutA", "layoutB", "scaleA", "scaleB",
+                             "scaleD")}
+        if (attr["layoutA"], attr["layoutB"]) != ("row", "col") or m != 64 or \
+                {attr["scaleA"], attr["scaleB"], attr["scaleD"]} != {"one"}:
+            raise NotImplementedError(f"simulate: wgmma {attr} of shape {shape}")
+        out = np.array(acc, np.float32, copy=True)
+        lane = np.arange(128) % 32
+        w = np.arange(128) // 32
+        cols = np.arange(n // 2)
+        rows = (16 * w + lane // 4)[:, None] + 8 * ((cols // 2) % 2)[None, :]
+        colj = (8 * (cols // 4))[None, :] + (2 * (lane % 4))[:, None] + (cols % 2)[None, :]
+        for b in range(self.nblocks):
+            for g in range(self.B // 128):
+                th = b * self.B + 128 * g + np.arange(128)
+                if not mask[th].any():
+                    continue
+                if not mask[th].all():
+                    raise AssertionError("wgmma issued by part of a warpgroup")
+                if np.any(da[th] != da[th[0]]) or np.any(db[th] != db[th[0]]):
+                    raise AssertionError("wgmma descriptors differ within a warpgroup")
+                A = self._read_operand(int(da[th[0]]), 64, k, attr["typeA"], b)
+                Bt = self._read_operand(int(db[th[0]]), n, k, attr["typeB"], b)
+                D = A @ Bt.T
+                out[th] = (D[rows, colj] + out[th]).astype(np.float32)
+        self.wgmma_pending.append((op.results[0], out))
+        self.wgmma_values[op.results[0]] = out
+        return np.full_like(out, np.nan)
+
+    def wgmma_wait(self, op) -> None:
+        keep = self.ir.IntegerAttr(op.attributes["group"]).value
+        while len(self.wgmma_groups) > keep:
+            for res, vals in self.wgmma_groups.pop(0):
+                self.env[res] = vals
 
     def ldmatrix(self, op, mask, res_t):
         """ldmatrix.sync.aligned.m8n8.xN[.trans].b16: lanes 8i .. 8i + 7 of each warp give the
@@ -306,6 +404,20 @@ class _Sim:
             out = self.ldmatrix(op, mask, res_t)
         elif name == "nvvm.mma.sync":
             out = self._mma16(op, ins)
+        elif name == "memref.extract_aligned_pointer_as_index":
+            out = self.shared_address(ins[0])
+        elif name == "llvm.mlir.zero":  # a struct of f32 accumulators
+            out = np.zeros((self.T, str(res_t).count("f32")), np.float32)
+        elif name in ("nvvm.fence.proxy", "nvvm.wgmma.fence.aligned"):
+            return
+        elif name == "nvvm.wgmma.mma_async":
+            out = self.wgmma(op, ins, mask)
+        elif name == "nvvm.wgmma.commit.group.sync.aligned":
+            self.wgmma_groups.append(self.wgmma_pending)
+            self.wgmma_pending = []
+            return
+        elif name == "nvvm.wgmma.wait.group.sync.aligned":
+            return self.wgmma_wait(op)
         elif name == "llvm.extractvalue":
             pos = list(ir.DenseI64ArrayAttr(op.attributes["position"]))
             out = ins[0][(slice(None), *pos)]

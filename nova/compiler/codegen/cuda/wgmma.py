@@ -1,0 +1,381 @@
+"""Hopper GEMMs (sm_90a): warpgroup tensor cores (`wgmma.mma_async`) over 128-byte-swizzled
+shared tiles, for TF32 (float32 at matmul precision "tf32"), float16 and bfloat16 operands.
+
+PTX ISA 8.0, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions":
+- A warpgroup (4 consecutive warps, 128 threads) issues `wgmma.mma_async.m64nNkK`: D (64 x N,
+  float32, in registers) += A (64 x K) B (K x N), both operands read by the tensor cores from
+  shared memory through 64-bit matrix descriptors (K = 8 for tf32, 16 for f16/bf16: 32 bytes).
+- Descriptor ("Matrix Descriptor Format"): bits 0-13 start address >> 4, 16-29 leading byte
+  offset >> 4, 32-45 stride byte offset >> 4, 49-51 base offset, 62-63 swizzle mode (1 =
+  128-byte swizzle). Every tile here is K-major with 128-byte swizzle ("canonical layouts"):
+  row r of an operand (a row of A, a column of B) holds 128 bytes of K at byte r * 128 of its
+  1024-byte atom of 8 rows, atoms SBO = 1024 bytes apart; the hardware XORs address bits 4-6
+  (the 16-byte chunk) with bits 7-9 (the row within the atom), so a chunk c of row r is stored
+  at chunk c ^ (r % 8). Tiles start at 1024-byte boundaries (base offset 0), and the K step
+  within a slice advances the start address by 32 bytes (as CUTLASS's GMMA descriptor
+  iterator does).
+- Accumulator fragment ("wgmma-64N-D"): thread l of warp w of the warpgroup holds, for each 8
+  columns j, d[4j + 2h + c] = D[16 w + l / 4 + 8 h][8 j + 2 (l % 4) + c].
+- Shared memory written by ordinary stores or cp.async is made visible to the tensor cores
+  (the async proxy) by `fence.proxy.async.shared::cta` in each writing thread before the
+  barrier; `wgmma.fence` orders register and shared accesses before the first wgmma, and
+  `wgmma.commit_group` / `wgmma.wait_group 0` complete them before the accumulators are read.
+
+TF32 and the 16-bit types must be K-major in shared memory for tf32 (the transpose bits exist
+only for 16-bit types), so an operand whose memory is (k, free) is staged through registers:
+16-byte global loads along the free dimension, scalar stores into the K-major tile (lanes
+cover 8 k x 4 chunks: 2-way bank conflicts at most). K-major operands whose k is a multiple of
+the 16-byte width copy by cp.async. Either way the K loop runs over a ring of S stages (one
+barrier per slice, CUTLASS's multistage main loop, without warp specialization): slice kt is
+multiplied while slices kt + 1 .. kt + S - 1 are in flight. The ring lives in dynamic shared
+memory, aligned to 1024 bytes at run time (the kernel rounds its base up; 1 KiB extra).
+
+Tiles: 128 x 128 (two warpgroups of 64 x 128, 256 threads) when that still gives every SM a
+block, else 64 x 64 (one warpgroup); K slices of 128 bytes (32 tf32 or 64 16-bit values: one
+swizzle row); stages: up to 4 such that two blocks fit an SM, else one.
+"""
+
+from __future__ import annotations
+
+from nova.compiler.codegen.builder import elem_type
+from nova.compiler.codegen.cpu.index import memref_type
+from nova.compiler.codegen.cuda.matmul import GPUMatmul
+from nova.compiler.codegen.cuda.staging import Text
+
+ROW_BYTES = 128  # one swizzle row: the K extent of a shared slice
+ATOM_BYTES = 1024  # 8 rows: the swizzle atom (stride byte offset)
+# (BM, BN, warpgroups along M): largest first.
+WGMMA_TILES = ((128, 128, 2), (64, 64, 1))
+SMEM = "#gpu.address_space<workgroup>"
+
+
+def descriptor_high_bits() -> int:
+    """The constant fields of a K-major 128-byte-swizzle descriptor: swizzle mode 1 (bits 62-63),
+    stride byte offset 1024 >> 4 (bits 32-45), leading byte offset 1 (bits 16-29; unused by
+    swizzled K-major layouts)."""
+    return (1 << 62) | ((ATOM_BYTES >> 4) << 32) | (1 << 16)
+
+
+class _Fragments:
+    """The wgmma accumulator layout, for GPUMatmul._store (see the module docstring)."""
+
+    @staticmethod
+    def elements(mm, finals: list):
+        t = mm.t
+        (acc,) = finals
+        for i in range(mm.BN // 2):
+            j, h, c = i // 4, (i // 2) % 2, i % 2
+            v = t.op(f"llvm.extractvalue {acc}[{i}] : {mm.acc_type}")
+            row = t.add(mm.row_base, t.c(8 * h)) if h else mm.row_base
+            col = t.add(mm.col_base, t.c(8 * j + c)) if 8 * j + c else mm.col_base
+            yield v, row, col
+
+
+class WgmmaMatmul(GPUMatmul):
+    """One contraction kernel on Hopper's warpgroup tensor cores (same interface as GPUMatmul)."""
+
+    def __init__(self, name, kernel, tf32, sm_count, shared_optin):
+        super().__init__(name, kernel, tf32, sm_count, shared_optin)
+        if not (self.tf32 or self.half):
+            raise ValueError("wgmma GEMMs take tf32, float16 or bfloat16 operands")
+        self.esize = 2 if self.half else 4
+        self.vec = 16 // self.esize  # elements per 16-byte chunk
+        self.row_elems = ROW_BYTES // self.esize
+        self.BK = self.row_elems
+        self.kstep = 32 // self.esize  # the wgmma's K: 32 bytes
+        self.wgmma_type = "tf32" if self.tf32 else self.mma_type
+        self.schedule = f"wgmma-{self.wgmma_type}"
+        self.inner = _Fragments
+        self.acc_type = "!llvm.struct<(" + ", ".join(["f32"] * (self.BN // 2)) + ")>"
+        stage_bytes = (self.BM + self.BN) * ROW_BYTES
+        fit = [s for s in (4, 3, 2) if 2 * (s * stage_bytes + ATOM_BYTES) <= shared_optin]
+        fit = fit or [s for s in (4, 3, 2) if s * stage_bytes + ATOM_BYTES <= shared_optin]
+        if not fit:
+            raise NotImplementedError(f"cuda codegen: {name}'s wgmma ring does not fit "
+                                      f"{shared_optin} B of shared memory")
+        self.stages = fit[0]
+        self.shared_bytes = 0
+        self.dynamic_shared_bytes = self.stages * stage_bytes + ATOM_BYTES
+
+    def _choose_tiles(self, sm_count: int) -> None:
+        for bm, bn, wgs in WGMMA_TILES:
+            blocks = -(-self.m // bm) * -(-self.n // bn) * self.batch
+            if blocks >= sm_count or (bm, bn, wgs) == WGMMA_TILES[-1]:
+                break
+        self.BM, self.BN, self.WGS = bm, bn, wgs
+        self.threads = 128 * wgs
+        self.BK = 32
+        self.stage = None
+        self.smem_a_ik = self.smem_b_jk = True  # (cp.async-ready checks of the base class)
+
+    # --- operands -------------------------------------------------------------------------------
+    def _plans(self) -> list:
+        """Per operand: (name, memref, batch base, tile origin, free size, tile rows, memory is
+        (k, free), copy kind: "async" (cp.async chunks), "vector" or "scalar" (registers))."""
+        out = []
+        for which, (mem, base, origin, size, tile, free_major) in zip("ab", self._operands(),
+                                                                        strict=True):
+            if not free_major and self.k % self.vec == 0:
+                kind = "async"
+            elif free_major and size % self.vec == 0:
+                kind = "vector"
+            else:
+                kind = "scalar"
+            out.append((which, mem, base, origin, size, tile, free_major, kind))
+        return out
+
+    def _src_t(self, mem: str) -> str:
+        el = elem_type(self.dtype)
+        return f"memref<{self.batch * self.k * (self.m if mem == '%a' else self.n)}x{el}>"
+
+    def _swizzled(self, row: str, kcol: str) -> str:
+        """The element offset in a tile of element (row, k) (k within the slice)."""
+        t = self.t
+        chunk = t.idx("divui", kcol, t.c(self.vec))
+        within = t.idx("remui", kcol, t.c(self.vec))
+        pos = t.idx("xori", chunk, t.idx("remui", row, t.c(8)))
+        return t.add(t.mul(row, self.row_elems), t.mul(pos, self.vec), within)
+
+    def _items(self, plan) -> list:
+        """This thread's share of one slice of an operand: [(row in tile, k in slice, width)]
+        (width elements along the row for "async", along the free dimension for "vector")."""
+        t = self.t
+        _, _, _, _, _, tile, _, kind = plan
+        out = []
+        if kind == "async":  # e -> (row e / 8, chunk e % 8): a warp copies 4 full rows
+            for q in range(tile * 8 // self.threads):
+                e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
+                out.append((t.idx("divui", e, t.c(8)),
+                            t.mul(t.idx("remui", e, t.c(8)), self.vec), self.vec))
+        elif kind == "vector":  # lanes: 8 k x 4 chunks of the free dimension
+            kgroups = self.BK // 8
+            for q in range(tile * self.BK // (self.vec * self.threads)):
+                e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
+                lane = t.idx("remui", e, t.c(32))
+                blk = t.idx("divui", e, t.c(32))
+                kl = t.add(t.mul(t.idx("remui", blk, t.c(kgroups)), 8),
+                           t.idx("remui", lane, t.c(8)))
+                fc = t.add(t.mul(t.idx("divui", blk, t.c(kgroups)), 4),
+                           t.idx("divui", lane, t.c(8)))
+                out.append((t.mul(fc, self.vec), kl, self.vec))
+        else:  # scalars, consecutive threads along the contiguous dimension
+            free_major = plan[6]
+            for q in range(tile * self.BK // self.threads):
+                e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
+                if free_major:
+                    out.append((t.idx("remui", e, t.c(tile)), t.idx("divui", e, t.c(tile)), 1))
+                else:
+                    out.append((t.idx("divui", e, t.c(self.BK)),
+                                t.idx("remui", e, t.c(self.BK)), 1))
+        return out
+
+    def _global(self, plan, row: str, kl: str, k0: str):
+        """(flat address, [in-bounds conditions]) of element (row, k0 + kl) of an operand."""
+        t = self.t
+        _, _, base, origin, size, tile, free_major, _ = plan
+        gk, gf = t.add(k0, kl), t.add(origin, row)
+        addr = t.add(base, t.mul(gk, size), gf) if free_major else \
+            t.add(base, t.mul(gf, self.k), gk)
+        return addr, self._bounds(gf, size, tile) + self._bounds(gk, self.k, self.BK)
+
+    def _copy_async(self, plans, items, k0: str, stage: str, live: str | None) -> list:
+        t = self.t
+        toks = []
+        for plan, its in zip(plans, items, strict=True):
+            if plan[7] != "async":
+                continue
+            which, mem = plan[0], plan[1]
+            dst, dst_t, rows = self._tile(which)
+            for row, kl, v in its:
+                addr, conds = self._global(plan, row, kl, k0)
+                conds += [live] if live is not None else []
+                n = t.c(v)
+                if conds:
+                    ok = conds[0]
+                    for c in conds[1:]:
+                        ok = t.op(f"arith.andi {ok}, {c} : i1")
+                    addr = t.op(f"arith.select {ok}, {addr}, {t.c(0)} : index")
+                    n = t.op(f"arith.select {ok}, {n}, {t.c(0)} : index")
+                at = t.add(t.mul(stage, rows * self.row_elems), self._swizzled(row, kl))
+                toks.append(t.op(f"nvgpu.device_async_copy {mem}[{addr}], {dst}[{at}], {v}, {n} "
+                                 f"{{bypassL1}} : {self._src_t(mem)} to {dst_t}"))
+        return toks
+
+    def _load_registers(self, plans, items, k0: str) -> list:
+        """Global loads of the register-staged operands' share of the slice at k0."""
+        pending = []
+        for plan, its in zip(plans, items, strict=True):
+            if plan[7] == "async":
+                continue
+            for row, kl, v in its:
+                addr, conds = self._global(plan, row, kl, k0)
+                pending.append((plan, row, kl, v, self._load(plan[1], addr, conds, v)))
+        return pending
+
+    def _store_registers(self, pending: list, stage: str) -> None:
+        t = self.t
+        for plan, row, kl, v, val in pending:
+            dst, dst_t, rows = self._tile(plan[0])
+            origin = t.mul(stage, rows * self.row_elems)
+            vals = [val] if v == 1 else [
+                t.op(f"vector.extract {val}[{j}] : {self.se} from vector<{v}x{self.se}>")
+                for j in range(v)]
+            free_major = plan[6]
+            for j, x in enumerate(vals):
+                r, k_ = (t.add(row, t.c(j)) if j else row, kl) if free_major else \
+                    (row, t.add(kl, t.c(j)) if j else kl)
+                t.emit(f"memref.store {x}, {dst}[{t.add(origin, self._swizzled(r, k_))}] : "
+                       f"{dst_t}")
+
+    def _tile(self, which: str):
+        return (("%As", self.as_t, self.BM) if which == "a" else ("%Bs", self.bs_t, self.BN))
+
+    def _round_landed(self, plans, items, stage: str) -> None:
+        """TF32: this thread's own cp.async chunks of `stage`, rounded in place after its wait."""
+        t = self.t
+        for plan, its in zip(plans, items, strict=True):
+            if plan[7] != "async":
+                continue
+            dst, dst_t, rows = self._tile(plan[0])
+            for row, kl, v in its:
+                at = t.add(t.mul(stage, rows * self.row_elems), self._swizzled(row, kl))
+                x = t.op(f"vector.load {dst}[{at}] {{alignment = 16}} : {dst_t}, "
+                         f"vector<{v}xf32>")
+                t.emit(f"vector.store {self._widen(x, v)}, {dst}[{at}] {{alignment = 16}} : "
+                       f"{dst_t}, vector<{v}xf32>")
+
+    # --- text -------------------------------------------------------------------------------------
+    def emit(self) -> str:
+        t = self.t = Text()
+        el = elem_type(self.dtype)
+        self.se = el if self.half else "f32"
+        BM, BN, S = self.BM, self.BN, self.stages
+        total = self.dynamic_shared_bytes
+        a_elems, b_elems = S * BM * self.row_elems, S * BN * self.row_elems
+        self.as_t = f"memref<{a_elems}x{self.se}, {SMEM}>"
+        self.bs_t = f"memref<{b_elems}x{self.se}, {SMEM}>"
+        b, m, n, k = self.batch, self.m, self.n, self.k
+        out_t = self.final.type
+        args = [f"%a: memref<{b * m * k}x{el}>", f"%b: memref<{b * k * n}x{el}>"]
+        args += [f"%e{i}: {memref_type(v.type)}" for i, v in enumerate(self.epi_inputs)]
+        args += [f"%out: memref<{max(out_t.size, 1)}x{elem_type(out_t.dtype)}>"]
+        dyn, dyn_t = f"@{self.name}_smem", f"memref<0xi8, {SMEM}>"
+        bytes_t = f"memref<{total}xi8, {SMEM}>"
+        head = "\n".join([
+            f"    memref.global \"public\" {dyn} : {dyn_t} {{alignment = {ATOM_BYTES} : i64}}",
+            f"    gpu.func @{self.name}({', '.join(args)}) kernel attributes "
+            f"{{known_block_size = array<i32: {self.threads}, 1, 1>}} {{"])
+        t.emit(f"%smem0 = memref.get_global {dyn} : {dyn_t}")
+        t.emit(f"%smem = memref.reinterpret_cast %smem0 to offset: [0], sizes: [{total}], "
+               f"strides: [1] : {dyn_t} to {bytes_t}")
+        # Round the ring's start up to the swizzle atom (descriptors assume base offset 0).
+        base = t.op(f"memref.extract_aligned_pointer_as_index %smem : {bytes_t} -> index")
+        pad = t.idx("andi", t.idx("subi", t.c(0), base), t.c(ATOM_BYTES - 1))
+        t.emit(f"%As = memref.view %smem[{pad}][] : {bytes_t} to {self.as_t}")
+        boff = t.idx("addi", pad, t.c(a_elems * self.esize))
+        t.emit(f"%Bs = memref.view %smem[{boff}][] : {bytes_t} to {self.bs_t}")
+        self.bx = t.op("gpu.block_id x")
+        self.by = t.op("gpu.block_id y")
+        if self.fold_batch:
+            nx = t.c(-(-self.n // self.BN))
+            self.bz = t.idx("divui", self.bx, nx)
+            self.bx = t.idx("remui", self.bx, nx)
+        else:
+            self.bz = t.op("gpu.block_id z")
+        self.tid = t.op("gpu.thread_id x")
+        self.row0 = t.mul(self.by, BM)
+        self.col0 = t.mul(self.bx, BN)
+        self.abase = t.mul(self.bz, m * k)
+        self.bbase = t.mul(self.bz, k * n)
+        self.cbase = t.mul(self.bz, m * n)
+        # Fragment coordinates: warpgroup wg (rows 64 wg), warp w in it, lane l.
+        wg = t.idx("divui", self.tid, t.c(128))
+        w = t.idx("remui", t.idx("divui", self.tid, t.c(32)), t.c(4))
+        lane = t.idx("remui", self.tid, t.c(32))
+        self.row_base = t.add(t.mul(wg, 64), t.mul(w, 16), t.idx("divui", lane, t.c(4)))
+        self.col_base = t.mul(t.idx("remui", lane, t.c(4)), 2)
+        # Descriptor bases (start address >> 4 in the low bits); a slice of stage s, warpgroup
+        # wg and K step ks adds (s * rows * 128 + wg * 64 * 128 + ks * 32) >> 4.
+        hi = t.c(descriptor_high_bits(), "i64")
+        self.desc = {}
+        for which, view, view_t in (("a", "%As", self.as_t), ("b", "%Bs", self.bs_t)):
+            p = t.op(f"memref.extract_aligned_pointer_as_index {view} : {view_t} -> index")
+            p = t.op(f"arith.index_cast {t.idx('shrui', p, t.c(4))} : index to i64")
+            self.desc[which] = t.op(f"arith.ori {p}, {hi} : i64")
+        wg_off = t.op(f"arith.index_cast {t.mul(wg, 64 * ROW_BYTES // 16)} : index to i64")
+        self.desc["a"] = t.op(f"arith.addi {self.desc['a']}, {wg_off} : i64")
+        res = self._main_loop()
+        self._store([res])
+        return "\n".join([head] + t.consts + t.lines + ["      gpu.return", "    }"])
+
+    def _main_loop(self) -> str:
+        t = self.t
+        S, BK = self.stages, self.BK
+        kt_n = -(-self.k // BK)
+        plans = self._plans()
+        items = [self._items(p) for p in plans]
+        any_async = any(p[7] == "async" for p in plans)
+        group = None
+        for s in range(S - 1):  # the prologue: slices 0 .. S - 2
+            k0 = t.c(min(s, kt_n - 1) * BK)
+            if any_async:
+                live = None if s < kt_n else t.c(0, "i1")
+                toks = self._copy_async(plans, items, k0, t.c(s), live)
+                group = t.op(f"nvgpu.device_async_create_group {', '.join(toks)}")
+            self._store_registers(self._load_registers(plans, items, k0), t.c(s))
+        zero = t.op(f"llvm.mlir.zero : {self.acc_type}")
+        res = t.fresh()
+        t.emit(f"{res} = scf.for %kt = {t.c(0)} to {t.c(kt_n)} step {t.c(1)} "
+               f"iter_args(%acc = {zero}) -> ({self.acc_type}) {{")
+        t.indent += 2
+        stage = t.idx("remui", "%kt", t.c(S))
+        if any_async:  # slices 0 .. kt + S - 2 committed, so S - 2 may still be in flight
+            t.emit(f"nvgpu.device_async_wait {group} {{numGroups = {S - 2} : i32}}")
+            if self.tf32:
+                self._round_landed(plans, items, stage)
+        t.emit("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, "
+               "space = #nvvm.shared_space<cta>}")
+        t.emit("gpu.barrier")  # slice kt visible to all; the buffer of slice kt - 1 is free
+        ahead = t.idx("addi", "%kt", t.c(S - 1))
+        k_next = t.mul(t.idx("minui", ahead, t.c(kt_n - 1)), BK)
+        s_next = t.idx("remui", ahead, t.c(S))
+        if any_async:
+            live = t.op(f"arith.cmpi ult, {ahead}, {t.c(kt_n)} : index")
+            toks = self._copy_async(plans, items, k_next, s_next, live)
+            t.op(f"nvgpu.device_async_create_group {', '.join(toks)}")
+        pending = self._load_registers(plans, items, k_next)
+        acc = self._wgmma_slice("%acc", stage)
+        self._store_registers(pending, s_next)
+        t.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+        t.emit(f"scf.yield {acc} : {self.acc_type}")
+        t.indent -= 2
+        t.emit("}")
+        if any_async:  # no copy may still be landing when the block exits
+            t.emit(f"nvgpu.device_async_wait {group} {{numGroups = 0 : i32}}")
+        return res
+
+    def _wgmma_slice(self, acc: str, stage: str) -> str:
+        """wgmma.fence, the slice's BK / K wgmma ops on `stage`, commit; returns the result."""
+        t = self.t
+        t.emit("nvvm.wgmma.fence.aligned")
+        da, db = self.desc["a"], self.desc["b"]
+        for which, rows in (("a", self.BM), ("b", self.BN)):
+            off = t.op(f"arith.index_cast {t.mul(stage, rows * ROW_BYTES // 16)} : index to i64")
+            if which == "a":
+                da = t.op(f"arith.addi {da}, {off} : i64")
+            else:
+                db = t.op(f"arith.addi {db}, {off} : i64")
+        ty = self.wgmma_type
+        for ks in range(self.BK // self.kstep):
+            step = t.c(ks * 32 // 16, "i64")
+            a = t.op(f"arith.addi {da}, {step} : i64") if ks else da
+            b = t.op(f"arith.addi {db}, {step} : i64") if ks else db
+            acc = t.op(f"nvvm.wgmma.mma_async {a}, {b}, {acc}, "
+                       f"#nvvm.shape<m = 64, n = {self.BN}, k = {self.kstep}>, "
+                       f"D [<f32>, #nvvm.wgmma_scale_out<one>], "
+                       f"A [<{ty}>, #nvvm.wgmma_scale_in<one>, <row>], "
+                       f"B [<{ty}>, #nvvm.wgmma_scale_in<one>, <col>] "
+                       f": {self.acc_type} -> {self.acc_type}")
+        t.emit("nvvm.wgmma.commit.group.sync.aligned")
+        return acc
+

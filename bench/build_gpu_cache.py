@@ -1,7 +1,7 @@
 """Builds the PTX of every program in bench/gpu_cases.py into a kernel cache, on a machine without
 a GPU, for bench/device_check.py to run on a lent one (see bench/README.md).
 
-    .venv/bin/python bench/build_gpu_cache.py --arch sm_90 --cache .nova-gpu-cache
+    .venv/bin/python bench/build_gpu_cache.py --arch sm_90a --cache .nova-gpu-cache
 
 Each kernel's PTX is also assembled with `ptxas -arch=<arch>` when ptxas is on PATH, so a kernel
 the GPU's driver would reject is caught here. Writes <cache>/manifest.json (cases, kernel
@@ -21,7 +21,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arch", default="sm_90", help="CUDA architecture (H100/H200: sm_90)")
+    ap.add_argument("--arch", default="sm_90a",
+                    help="CUDA architecture (H100/H200: sm_90a, Hopper's wgmma GEMMs; the "
+                         "matmul timing cases are also built for the portable sm_90)")
     ap.add_argument("--cache", default=".nova-gpu-cache", help="kernel cache directory to fill")
     args = ap.parse_args()
     os.environ["NOVA_CACHE_DIR"] = os.path.abspath(args.cache)
@@ -37,7 +39,12 @@ def main() -> int:
     manifest = {"target": target, "nova": nova.__version__, "numpy": np.__version__,
                 "codegen": backend_cuda.CUDA_CODEGEN_VERSION, "cases": {}}
     failures = 0
-    for case in all_cases():
+    from bench.gpu_cases import MATMULS
+
+    runs = [(case, target, args.arch) for case in all_cases()]
+    if args.arch.endswith("a"):  # device_check.py times the portable kernels beside these
+        runs += [(case, f"cuda:{args.arch[:-1]}", args.arch[:-1]) for case in MATMULS]
+    for case, target, arch in runs:
         t0 = time.perf_counter()
         try:
             compiled = compile_case(case, target)
@@ -50,9 +57,9 @@ def main() -> int:
         for l in launches:
             entry = {"entry": l.entry, "grid": list(l.config.grid), "block": list(l.config.block)}
             if ptxas_available():
-                entry.update(ptxas_info(l.ptx, args.arch))
+                entry.update(ptxas_info(l.ptx, arch))
             info.append(entry)
-        manifest["cases"][case.name] = info
+        manifest["cases"][case.name if arch == args.arch else f"{case.name}@{arch}"] = info
         print(f"ok   {case.name:32s} {len(launches)} kernel(s) {time.perf_counter() - t0:6.2f} s")
     with open(os.path.join(args.cache, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)

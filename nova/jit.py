@@ -834,13 +834,13 @@ def _is_plain_leaf(x) -> bool:
 
 
 def _target_of(device: Device | None) -> str | None:
-    """The compile target of a program whose arguments are on `device`: "cuda:sm_XX" of that
-    GPU, None (the host) for None."""
+    """The compile target of a program whose arguments are on `device`: "cuda:<target_arch>" of
+    that GPU ("cuda:sm_90a" on Hopper), None (the host) for None."""
     if device is None:
         return None
     from nova.gpu import get_device_properties
 
-    return f"cuda:{get_device_properties(device.id).arch}"
+    return f"cuda:{get_device_properties(device.id).target_arch}"
 
 
 def _hashable(x, name):

@@ -527,7 +527,7 @@ def test_jit_on_a_gpu_array_finds_the_kernels_compiled_ahead_of_time(fake, monke
     bench/build_gpu_cache.py puts in the carried cache (the GPU machine has no MLIR)."""
     from bench.gpu_cases import DOUBLE, DOUBLE_SHAPE
 
-    nova.jit(DOUBLE).lower(S(DOUBLE_SHAPE, f32), target="cuda:sm_90").compile()
+    nova.jit(DOUBLE).lower(S(DOUBLE_SHAPE, f32), target="cuda:sm_90a").compile()
 
     def no_compiling(*args, **kwargs):
         raise AssertionError("a kernel was compiled again")

@@ -43,6 +43,27 @@ class DeviceProperties:
         major, minor = self.compute_capability
         return f"sm_{major}{minor}"
 
+    @property
+    def target_arch(self) -> str:
+        """The architecture Nova compiles for this device by default: "sm_90a" on compute
+        capability 9.0 (Hopper's architecture-specific instructions: wgmma GEMMs), else `arch`.
+        `NOVA_CUDA_ARCH` overrides it (e.g. "sm_90" for the portable mma.sync kernels) when it
+        names this device's architecture or its "a" variant.
+
+        Raises ValueError when NOVA_CUDA_ARCH names another architecture."""
+        want = os.environ.get("NOVA_CUDA_ARCH", "")
+        if want:
+            if want not in (self.arch, self.arch + "a"):
+                raise ValueError(f"NOVA_CUDA_ARCH={want!r} does not run on {self.name} "
+                                 f"({self.arch}); use {self.arch!r} or {self.arch + 'a'!r}")
+            return want
+        return "sm_90a" if self.compute_capability == (9, 0) else self.arch
+
+    def runs(self, arch: str) -> bool:
+        """Whether PTX for `arch` ("sm_90", "sm_90a") runs on this device: its own architecture,
+        or that architecture's "a" variant (which runs on exactly that compute capability)."""
+        return arch in (self.arch, self.arch + "a")
+
 
 # Cross-compilation targets (no GPU needed): limits from NVIDIA's CUDA C++ Programming Guide,
 # "Compute Capabilities" table; SM count and L2 of the flagship part of each architecture.

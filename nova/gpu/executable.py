@@ -176,10 +176,10 @@ class CUDAExecutable:
         from nova.gpu.device import context, get_device_properties
 
         ordinal = context(ordinal).ordinal
-        arch = get_device_properties(ordinal).arch
-        if self.target.split(":", 1)[1] != arch:
+        props = get_device_properties(ordinal)
+        if not props.runs(self.target.split(":", 1)[1]):
             raise RuntimeError(f"this executable was compiled for {self.target}, but the GPU is "
-                               f"{arch}: compile with target='cuda:{arch}'")
+                               f"{props.arch}: compile with target='cuda:{props.target_arch}'")
         self.ordinal = ordinal
         self.stream = default_stream(ordinal)
         self.buffers: dict[int, DeviceBuffer] = {}

@@ -264,7 +264,7 @@ class WgmmaMatmul(GPUMatmul):
         head = "\n".join([
             f"    memref.global \"public\" {dyn} : {dyn_t} {{alignment = {ATOM_BYTES} : i64}}",
             f"    gpu.func @{self.name}({', '.join(args)}) kernel attributes "
-            f"{{known_block_size = array<i32: {self.threads}, 1, 1>}} {{"])
+            f"{{known_block_size = array<i32: {self.threads}, 1, 1>, nvvm.minctasm = 2 : i32}} {{"])
         t.emit(f"%smem0 = memref.get_global {dyn} : {dyn_t}")
         t.emit(f"%smem = memref.reinterpret_cast %smem0 to offset: [0], sizes: [{total}], "
                f"strides: [1] : {dyn_t} to {bytes_t}")

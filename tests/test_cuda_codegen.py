@@ -184,9 +184,9 @@ def test_shared_tiles_are_16_byte_aligned_for_vector_accesses(compiled):
     assert vector_kernels >= 6  # GEMMs and row reductions (else this checks nothing)
 
 
-def _simulate_program(fn, specs, precision, seed=0, sm_count=None):
-    """(outputs of the fused program with every GPU kernel run by the SIMT simulator, outputs of
-    the NumPy reference interpreter) for random inputs."""
+def _simulate_program(fn, specs, precision, seed=0, sm_count=None, arch="sm_90"):
+    """(outputs of the fused program with every GPU kernel for `arch` run by the SIMT simulator,
+    outputs of the NumPy reference interpreter) for random inputs."""
     from nova.compiler.backend_cpu import _empty, _host_fn
     from nova.compiler.codegen.cuda.compile import wrap_module
     from nova.compiler.codegen.cuda.simulate import simulate
@@ -201,12 +201,12 @@ def _simulate_program(fn, specs, precision, seed=0, sm_count=None):
         if k.kind.startswith("host:") or _empty(k):
             env.update({id(v): np.asarray(a) for v, a in zip(k.outputs, _host_fn(k)([]), strict=True)})
             continue
-        for gk, em in backend_cuda.lower_kernel(k, "sm_90", precision, sm_count):
+        for gk, em in backend_cuda.lower_kernel(k, arch, precision, sm_count):
             ins = [np.ascontiguousarray(env[id(v)]) for v in gk.program.inputs]
             # A scatter's fill and atomic-add launches write one buffer.
             outs = [env[id(v)] if id(v) in env else np.zeros(v.type.shape, v.type.dtype)
                     for v in gk.program.outputs]
-            simulate(wrap_module(gk.name, em.text, "sm_90"), gk.name, em.grid, em.block, ins + outs,
+            simulate(wrap_module(gk.name, em.text, arch), gk.name, em.grid, em.block, ins + outs,
                      dynamic_shared_bytes=getattr(em, "dynamic_shared_bytes", 0))
             env.update({id(v): a for v, a in zip(gk.program.outputs, outs, strict=True)})
     return [env[id(v)] for v in prog.outputs], run_program(prog, args)

@@ -259,12 +259,22 @@ class WgmmaMatmul(GPUMatmul):
         args = [f"%a: memref<{b * m * k}x{el}>", f"%b: memref<{b * k * n}x{el}>"]
         args += [f"%e{i}: {memref_type(v.type)}" for i, v in enumerate(self.epi_inputs)]
         args += [f"%out: memref<{max(out_t.size, 1)}x{elem_type(out_t.dtype)}>"]
+        # Two blocks per SM need at most 128 registers a thread (ptxas caps them for
+        # `.minnctapersm 2`). Measured with ptxas: the cap spills when both operands are
+        # staged through registers, or one is and its loads carry bounds checks (tile edges),
+        # so those kernels leave the count to ptxas (one block per SM).
+        k_major = self.k % self.vec == 0
+        staged = [(size, tile) for trans, size, tile in ((not self.a_trans, self.m, BM),
+                                                          (self.b_trans, self.n, BN))
+                  if not (trans and k_major)]
+        edges = any(size % tile for size, tile in staged) or (staged and k % self.BK)
+        occupancy = ", nvvm.minctasm = 2 : i32" if len(staged) < 2 and not edges else ""
         dyn, dyn_t = f"@{self.name}_smem", f"memref<0xi8, {SMEM}>"
         bytes_t = f"memref<{total}xi8, {SMEM}>"
         head = "\n".join([
             f"    memref.global \"public\" {dyn} : {dyn_t} {{alignment = {ATOM_BYTES} : i64}}",
             f"    gpu.func @{self.name}({', '.join(args)}) kernel attributes "
-            f"{{known_block_size = array<i32: {self.threads}, 1, 1>, nvvm.minctasm = 2 : i32}} {{"])
+            f"{{known_block_size = array<i32: {self.threads}, 1, 1>{occupancy}}} {{"])
         t.emit(f"%smem0 = memref.get_global {dyn} : {dyn_t}")
         t.emit(f"%smem = memref.reinterpret_cast %smem0 to offset: [0], sizes: [{total}], "
                f"strides: [1] : {dyn_t} to {bytes_t}")

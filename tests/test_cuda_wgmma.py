@@ -1,0 +1,206 @@
+"""Hopper GEMMs (codegen/cuda/wgmma.py, target sm_90a) without a GPU: run by the simulator in
+every operand layout, dtype and edge case against the reference interpreter; the simulator's
+checks fail on broken kernels; the PTX assembles for sm_90a without spills at two blocks per
+SM; the accumulator struct maps to the wgmma's registers in order; Hopper devices compile for
+sm_90a by default."""
+
+import re
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova import gpu
+from nova.compiler import backend_cuda
+from nova.compiler.codegen.cuda.compile import compile_to_ptx, ptxas_info, wrap_module
+from nova.core import dtypes
+from nova.nn import functional as F
+from tests.test_cuda_codegen import _fused, _simulate_program, needs_ptxas
+
+S = nova.ShapeDtypeStruct
+f32, f16, bf16 = np.float32, np.float16, dtypes.bfloat16
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("NOVA_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "nova-cuda-cache"))
+
+
+def _layout_fn(layout: str):
+    def fn(a, b):
+        return jnp.matmul(jnp.swapaxes(a, -1, -2) if layout[0] == "t" else a,
+                          jnp.swapaxes(b, -1, -2) if layout[1] == "t" else b)
+    return fn
+
+
+def _specs(layout: str, m: int, k: int, n: int, dtype, batch=()):
+    a = (k, m) if layout[0] == "t" else (m, k)
+    b = (n, k) if layout[1] == "t" else (k, n)
+    return [S(batch + a, dtype), S(batch + b, dtype)]
+
+
+def _check(got, want, dtype):
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        assert not np.isnan(g64).any()
+        if dtype == f32:  # TF32: 10 mantissa bits per operand, float32 accumulation
+            assert np.max(np.abs(g64 - w64)) <= 2e-3 * np.abs(w64).max()
+        else:  # a few units in the last place of the 16-bit output (accumulation order)
+            ulp = 2.0 ** -7 if dtype == bf16 else 2.0 ** -10
+            assert np.all(np.abs(g64 - w64) <= 4 * ulp * np.abs(w64) + 1e-6 * np.abs(w64).max())
+
+
+def _schedules(fn, specs, arch, precision="tf32", sm_count=None):
+    out = []
+    for k in _fused(fn, specs).kernels:
+        if k.kind == "contraction":
+            for gk, em in backend_cuda.lower_kernel(k, arch, precision, sm_count):
+                out.append((gk.schedule.get("gpu_schedule"), em))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [f32, bf16, f16], ids=["tf32", "bf16", "f16"])
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("shape", [(128, 96, 192), (70, 33, 130), (19, 40, 24)],
+                         ids=["even", "edges", "odd"])
+def test_simulated_wgmma_gemms(layout, dtype, shape):
+    """Every operand layout: K-major operands copied by cp.async (k a multiple of 16 bytes),
+    (k, free) operands staged through registers by 16-byte loads (free size a multiple of 16
+    bytes) or scalars, tile edges in m, n and k, one 64 x 64 warpgroup tile per block."""
+    specs = _specs(layout, *shape, dtype)
+    (sched, em), = _schedules(_layout_fn(layout), specs, "sm_90a")
+    assert sched.startswith("wgmma") and em.block == (128, 1, 1)
+    got, want = _simulate_program(_layout_fn(layout), specs, "tf32", seed=5, arch="sm_90a")
+    _check(got, want, dtype)
+
+
+@pytest.mark.parametrize("dtype", [f32, bf16], ids=["tf32", "bf16"])
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+def test_simulated_wgmma_two_warpgroup_tiles(layout, dtype):
+    """The 128 x 128 tile (two warpgroups, 256 threads, 3-stage ring) with a K remainder and
+    edges in both free dimensions: with one SM the largest tile is always taken."""
+    specs = _specs(layout, 200, 160, 136, dtype)
+    (sched, em), = _schedules(_layout_fn(layout), specs, "sm_90a", sm_count=1)
+    assert (em.BM, em.BN, em.block, em.stages) == (128, 128, (256, 1, 1), 3)
+    got, want = _simulate_program(_layout_fn(layout), specs, "tf32", seed=7, sm_count=1,
+                                  arch="sm_90a")
+    _check(got, want, dtype)
+
+
+@pytest.mark.parametrize("dtype", [f32, bf16], ids=["tf32", "bf16"])
+def test_simulated_wgmma_batched_epilogue(dtype):
+    """A batch (grid z) with a fused bias + GELU epilogue."""
+    def fn(x, w, b):
+        return F.gelu((x @ w + b).astype(f32), approximate=True)
+    specs = [S((3, 40, 48), dtype), S((3, 48, 72), dtype), S((72,), dtype)]
+    got, want = _simulate_program(fn, specs, "tf32", seed=3, arch="sm_90a")
+    for g, w in zip(got, want, strict=True):
+        assert np.max(np.abs(np.asarray(g, np.float64) - w)) <= 1e-2 * np.abs(w).max()
+
+
+def test_wgmma_only_on_sm_90a_tensor_core_schedules():
+    """sm_90 keeps mma.sync; float32 at precision "highest" and float64 stay SIMT on sm_90a."""
+    mm = _layout_fn("nn")
+    assert _schedules(mm, _specs("nn", 64, 64, 64, f32), "sm_90")[0][0] == "tf32"
+    assert _schedules(mm, _specs("nn", 64, 64, 64, f32), "sm_90a")[0][0] == "wgmma-tf32"
+    assert _schedules(mm, _specs("nn", 64, 64, 64, bf16), "sm_90a")[0][0] == "wgmma-bf16"
+    assert _schedules(mm, _specs("nn", 64, 64, 64, f32), "sm_90a", "highest")[0][0] == "simt"
+    assert _schedules(mm, _specs("nn", 64, 64, 64, np.float64), "sm_90a")[0][0] == "simt"
+
+
+def _mutated(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+def test_simulator_catches_broken_wgmma_kernels():
+    """A missing wgmma wait leaves NaN, a wrong swizzle or K step gives wrong products, an
+    unaligned ring reads outside the views, a cp.async wait too few reads poison."""
+    from nova.compiler.codegen.cuda.simulate import simulate
+
+    specs = _specs("nn", 64, 96, 64, f32)
+    ((gk, em),) = [(k, em) for k in _fused(_layout_fn("nn"), specs).kernels
+                   for _, em in backend_cuda.lower_kernel(k, "sm_90a", "tf32")]
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s.shape).astype(f32) for s in specs)
+    want = a.astype(np.float64) @ b
+
+    def run(text):
+        out = np.zeros((64, 64), f32)
+        simulate(wrap_module(gk.name, text, "sm_90a"), gk.name, em.grid, em.block, [a, b, out],
+                 dynamic_shared_bytes=em.dynamic_shared_bytes)
+        return out
+
+    assert np.max(np.abs(run(em.text) - want)) <= 2e-3 * np.abs(want).max()
+    assert np.isnan(run(_mutated(em.text, "nvvm.wgmma.wait.group.sync.aligned 0", ""))).all()
+    unswizzled = em.text.replace("arith.xori", "arith.ori")  # chunk | row instead of ^
+    assert unswizzled != em.text
+    assert np.max(np.abs(run(unswizzled) - want)) > 0.1 * np.abs(want).max()
+    step = re.search(r"arith.constant 2 : i64", em.text)
+    assert step and np.max(np.abs(run(em.text.replace(
+        "arith.constant 2 : i64", "arith.constant 1 : i64")) - want)) > 0.1 * np.abs(want).max()
+    with pytest.raises(IndexError, match="outside every shared view"):
+        run(re.sub(r"%As = memref.view %smem\[%m\d+\]", "%As = memref.view %smem[%c0]", em.text))
+    assert np.isnan(run(_mutated(em.text, "numGroups = 2 : i32", "numGroups = 3 : i32"))).any()
+
+
+def test_wgmma_accumulator_struct_maps_to_registers_in_order():
+    """The link the simulator assumes: element i of the accumulator struct is the i-th register
+    of the wgmma's destination list (checked on the PTX of a kernel storing element i at i)."""
+    st = "!llvm.struct<(" + ", ".join(["f32"] * 32) + ")>"
+    stores = "\n".join(f"      %e{i} = llvm.extractvalue %r[{i}] : {st}\n"
+                       f"      %c{i} = arith.constant {i} : index\n"
+                       f"      memref.store %e{i}, %o[%c{i}] : memref<32xf32>" for i in range(32))
+    body = f"""    gpu.func @k(%o: memref<32xf32>, %d: i64) kernel {{
+      %z = llvm.mlir.zero : {st}
+      nvvm.wgmma.fence.aligned
+      %r = nvvm.wgmma.mma_async %d, %d, %z, #nvvm.shape<m = 64, n = 64, k = 8>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<tf32>, #nvvm.wgmma_scale_in<one>, <row>], B [<tf32>, #nvvm.wgmma_scale_in<one>, <col>] : {st} -> {st}
+      nvvm.wgmma.commit.group.sync.aligned
+      nvvm.wgmma.wait.group.sync.aligned 0
+{stores}
+      gpu.return
+    }}"""
+    ptx = compile_to_ptx({"m": wrap_module("m", body, "sm_90a")})["m"]
+    dest = re.search(r"wgmma\.mma_async\S*\s+\{([^}]*)\}", ptx).group(1)
+    regs = [x.strip() for x in dest.split(",")]
+    stored = {int(off or 0) // 4: r for off, r in
+              re.findall(r"st\.global\.\w+\s+\[%rd\d+\+?(\d*)\], (%r\d+|%f\d+)", ptx)}
+    assert len(regs) == 32 and regs == [stored[i] for i in range(32)]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", [f32, bf16], ids=["tf32", "bf16"])
+def test_wgmma_gemms_assemble_for_sm_90a_without_spills(dtype):
+    """The 128 x 128 wgmma GEMMs in all four layouts (2048^3 and a batch of 4 x 1000^3): ptxas
+    accepts them for sm_90a, no spills; where `.minnctapersm 2` asks for two blocks of 256
+    threads per SM, at most 128 registers; two rings fit the opt-in shared memory."""
+    props = gpu.describe("sm_90a")
+    for layout in ("nn", "nt", "tn", "tt"):
+        for shape in ((4, 1000, 1000), (2048, 2048)):
+            fused = _fused(_layout_fn(layout), [S(shape, dtype)] * 2)
+            (k,) = fused.kernels
+            (((_, rec),),) = backend_cuda.compile_kernels(fused, "cuda:sm_90a", "tf32").values()
+            assert "wgmma.mma_async.sync.aligned.m64n128" in rec["ptx"]
+            capped = ".minnctapersm 2" in rec["ptx"]
+            # capped wherever at most one operand is staged through registers without edges
+            assert capped == (shape == (2048, 2048) and layout != "tn") or \
+                (shape != (2048, 2048) and layout == "nt"), (layout, shape)
+            info = ptxas_info(rec["ptx"], "sm_90a")
+            assert info["spill_bytes"] == 0 and info["stack_bytes"] == 0, (layout, shape, info)
+            assert not capped or info["registers"] <= 128, (layout, shape, info)
+            assert 2 * rec["dynamic_shared_bytes"] <= props.max_shared_memory_per_block_optin
+            assert k.schedule["tile"][:2] == (128, 128), k.schedule
+
+
+def test_hopper_devices_compile_for_sm_90a(monkeypatch):
+    h = gpu.describe("sm_90")
+    monkeypatch.delenv("NOVA_CUDA_ARCH", raising=False)
+    assert h.target_arch == "sm_90a" and gpu.describe("sm_80").target_arch == "sm_80"
+    assert h.runs("sm_90a") and h.runs("sm_90") and not h.runs("sm_80")
+    monkeypatch.setenv("NOVA_CUDA_ARCH", "sm_90")
+    assert h.target_arch == "sm_90"
+    monkeypatch.setenv("NOVA_CUDA_ARCH", "sm_80")
+    with pytest.raises(ValueError, match="NOVA_CUDA_ARCH='sm_80' does not run on"):
+        h.target_arch  # noqa: B018

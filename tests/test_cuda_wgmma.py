@@ -115,25 +115,27 @@ def _mutated(text: str, old: str, new: str) -> str:
     return text.replace(old, new, 1)
 
 
-def test_simulator_catches_broken_wgmma_kernels():
+@pytest.mark.parametrize("dtype", [f32, bf16], ids=["tf32", "bf16"])
+def test_simulator_catches_broken_wgmma_kernels(dtype):
     """A missing wgmma wait leaves NaN, a wrong swizzle or K step gives wrong products, an
-    unaligned ring reads outside the views, a cp.async wait too few reads poison."""
+    unaligned ring reads outside the views, a cp.async wait too few (bf16's A tile is copied by
+    cp.async; TF32 stages both tiles through registers) reads poison."""
     from nova.compiler.codegen.cuda.simulate import simulate
 
-    specs = _specs("nn", 64, 96, 64, f32)
+    specs = _specs("nn", 64, 192, 64, dtype)
     ((gk, em),) = [(k, em) for k in _fused(_layout_fn("nn"), specs).kernels
                    for _, em in backend_cuda.lower_kernel(k, "sm_90a", "tf32")]
     rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal(s.shape).astype(f32) for s in specs)
-    want = a.astype(np.float64) @ b
+    a, b = (rng.standard_normal(s.shape).astype(dtype) for s in specs)
+    want = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
 
     def run(text):
-        out = np.zeros((64, 64), f32)
+        out = np.zeros((64, 64), dtype)
         simulate(wrap_module(gk.name, text, "sm_90a"), gk.name, em.grid, em.block, [a, b, out],
                  dynamic_shared_bytes=em.dynamic_shared_bytes)
-        return out
+        return np.asarray(out, np.float64)
 
-    assert np.max(np.abs(run(em.text) - want)) <= 2e-3 * np.abs(want).max()
+    assert np.max(np.abs(run(em.text) - want)) <= 1e-2 * np.abs(want).max()
     assert np.isnan(run(_mutated(em.text, "nvvm.wgmma.wait.group.sync.aligned 0", ""))).all()
     unswizzled = em.text.replace("arith.xori", "arith.ori")  # chunk | row instead of ^
     assert unswizzled != em.text
@@ -143,7 +145,10 @@ def test_simulator_catches_broken_wgmma_kernels():
         "arith.constant 2 : i64", "arith.constant 1 : i64")) - want)) > 0.1 * np.abs(want).max()
     with pytest.raises(IndexError, match="outside every shared view"):
         run(re.sub(r"%As = memref.view %smem\[%m\d+\]", "%As = memref.view %smem[%c0]", em.text))
-    assert np.isnan(run(_mutated(em.text, "numGroups = 2 : i32", "numGroups = 3 : i32"))).any()
+    if dtype == bf16:
+        assert np.isnan(run(_mutated(em.text, "numGroups = 2 : i32", "numGroups = 3 : i32"))).any()
+    else:
+        assert "device_async_copy" not in em.text
 
 
 def test_wgmma_accumulator_struct_maps_to_registers_in_order():
@@ -174,8 +179,9 @@ def test_wgmma_accumulator_struct_maps_to_registers_in_order():
 @pytest.mark.parametrize("dtype", [f32, bf16], ids=["tf32", "bf16"])
 def test_wgmma_gemms_assemble_for_sm_90a_without_spills(dtype):
     """The 128 x 128 wgmma GEMMs in all four layouts (2048^3 and a batch of 4 x 1000^3): ptxas
-    accepts them for sm_90a, no spills; where `.minnctapersm 2` asks for two blocks of 256
-    threads per SM, at most 128 registers; two rings fit the opt-in shared memory."""
+    accepts them for sm_90a, no spills; where no tile overhangs, `.minnctapersm 2` asks for two
+    blocks of 256 threads per SM (at most 128 registers); two rings fit the opt-in shared
+    memory."""
     props = gpu.describe("sm_90a")
     for layout in ("nn", "nt", "tn", "tt"):
         for shape in ((4, 1000, 1000), (2048, 2048)):
@@ -184,9 +190,7 @@ def test_wgmma_gemms_assemble_for_sm_90a_without_spills(dtype):
             (((_, rec),),) = backend_cuda.compile_kernels(fused, "cuda:sm_90a", "tf32").values()
             assert "wgmma.mma_async.sync.aligned.m64n128" in rec["ptx"]
             capped = ".minnctapersm 2" in rec["ptx"]
-            # capped wherever at most one operand is staged through registers without edges
-            assert capped == (shape == (2048, 2048) and layout != "tn") or \
-                (shape != (2048, 2048) and layout == "nt"), (layout, shape)
+            assert capped == (shape == (2048, 2048)), (layout, shape)  # no tile edges
             info = ptxas_info(rec["ptx"], "sm_90a")
             assert info["spill_bytes"] == 0 and info["stack_bytes"] == 0, (layout, shape, info)
             assert not capped or info["registers"] <= 128, (layout, shape, info)

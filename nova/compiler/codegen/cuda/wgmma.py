@@ -111,14 +111,18 @@ class WgmmaMatmul(GPUMatmul):
     # --- operands -------------------------------------------------------------------------------
     def _plans(self) -> list:
         """Per operand: (name, memref, batch base, tile origin, free size, tile rows, memory is
-        (k, free), copy kind: "async" (cp.async chunks), "vector" or "scalar" (registers))."""
+        (k, free), copy kind). Kinds: "async" (16-bit, k-contiguous: cp.async chunks); "chunk"
+        (TF32, k-contiguous: 16-byte loads rounded in registers, 16-byte stores; cheaper in
+        shared-memory bandwidth than rounding cp.async chunks in place); "block" (contiguous
+        along the free dimension: a thread loads `vec` rows of 4 free elements and stores them
+        transposed as 4 chunks of `vec` k); "scalar" (sizes no multiple of the vector widths)."""
         out = []
         for which, (mem, base, origin, size, tile, free_major) in zip("ab", self._operands(),
                                                                         strict=True):
             if not free_major and self.k % self.vec == 0:
-                kind = "async"
-            elif free_major and size % self.vec == 0:
-                kind = "vector"
+                kind = "chunk" if self.tf32 else "async"
+            elif free_major and size % 4 == 0:
+                kind = "block"
             else:
                 kind = "scalar"
             out.append((which, mem, base, origin, size, tile, free_major, kind))
@@ -137,36 +141,28 @@ class WgmmaMatmul(GPUMatmul):
         return t.add(t.mul(row, self.row_elems), t.mul(pos, self.vec), within)
 
     def _items(self, plan) -> list:
-        """This thread's share of one slice of an operand: [(row in tile, k in slice, width)]
-        (width elements along the row for "async", along the free dimension for "vector")."""
+        """This thread's share of one slice of an operand: [(row in tile, k in slice)], the
+        origin of each chunk, block or scalar. Chunks: e -> (row e / 8, chunk e % 8), a warp
+        covers 4 whole rows; blocks: e -> (4 rows from 4 (e / 8), chunk e % 8), so the 8 lanes
+        of a quarter-warp store 8 chunks of one row (conflict-free) and each load instruction
+        reads 8 k rows of 4 x 4 contiguous free elements; scalars: consecutive threads along
+        the contiguous dimension."""
         t = self.t
-        _, _, _, _, _, tile, _, kind = plan
+        _, _, _, _, _, tile, free_major, kind = plan
         out = []
-        if kind == "async":  # e -> (row e / 8, chunk e % 8): a warp copies 4 full rows
-            for q in range(tile * 8 // self.threads):
-                e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
-                out.append((t.idx("divui", e, t.c(8)),
-                            t.mul(t.idx("remui", e, t.c(8)), self.vec), self.vec))
-        elif kind == "vector":  # lanes: 8 k x 4 chunks of the free dimension
-            kgroups = self.BK // 8
-            for q in range(tile * self.BK // (self.vec * self.threads)):
-                e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
-                lane = t.idx("remui", e, t.c(32))
-                blk = t.idx("divui", e, t.c(32))
-                kl = t.add(t.mul(t.idx("remui", blk, t.c(kgroups)), 8),
-                           t.idx("remui", lane, t.c(8)))
-                fc = t.add(t.mul(t.idx("divui", blk, t.c(kgroups)), 4),
-                           t.idx("divui", lane, t.c(8)))
-                out.append((t.mul(fc, self.vec), kl, self.vec))
-        else:  # scalars, consecutive threads along the contiguous dimension
-            free_major = plan[6]
-            for q in range(tile * self.BK // self.threads):
-                e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
-                if free_major:
-                    out.append((t.idx("remui", e, t.c(tile)), t.idx("divui", e, t.c(tile)), 1))
-                else:
-                    out.append((t.idx("divui", e, t.c(self.BK)),
-                                t.idx("remui", e, t.c(self.BK)), 1))
+        per = {"async": 8 * tile, "chunk": 8 * tile, "block": 2 * tile,
+               "scalar": tile * self.BK}[kind]
+        for q in range(per // self.threads):
+            e = t.add(self.tid, t.c(q * self.threads)) if q else self.tid
+            if kind in ("async", "chunk"):
+                out.append((t.idx("divui", e, t.c(8)), t.mul(t.idx("remui", e, t.c(8)), self.vec)))
+            elif kind == "block":
+                out.append((t.mul(t.idx("divui", e, t.c(8)), 4),
+                            t.mul(t.idx("remui", e, t.c(8)), self.vec)))
+            elif free_major:
+                out.append((t.idx("remui", e, t.c(tile)), t.idx("divui", e, t.c(tile))))
+            else:
+                out.append((t.idx("divui", e, t.c(self.BK)), t.idx("remui", e, t.c(self.BK))))
         return out
 
     def _global(self, plan, row: str, kl: str, k0: str):
@@ -181,12 +177,13 @@ class WgmmaMatmul(GPUMatmul):
     def _copy_async(self, plans, items, k0: str, stage: str, live: str | None) -> list:
         t = self.t
         toks = []
+        v = self.vec
         for plan, its in zip(plans, items, strict=True):
             if plan[7] != "async":
                 continue
             which, mem = plan[0], plan[1]
             dst, dst_t, rows = self._tile(which)
-            for row, kl, v in its:
+            for row, kl in its:
                 addr, conds = self._global(plan, row, kl, k0)
                 conds += [live] if live is not None else []
                 n = t.c(v)
@@ -202,47 +199,64 @@ class WgmmaMatmul(GPUMatmul):
         return toks
 
     def _load_registers(self, plans, items, k0: str) -> list:
-        """Global loads of the register-staged operands' share of the slice at k0."""
+        """Global loads of the register-staged operands' share of the slice at k0 (TF32 values
+        rounded): [(plan, row, k, [values])]."""
+        t = self.t
         pending = []
         for plan, its in zip(plans, items, strict=True):
-            if plan[7] == "async":
+            kind = plan[7]
+            if kind == "async":
                 continue
-            for row, kl, v in its:
-                addr, conds = self._global(plan, row, kl, k0)
-                pending.append((plan, row, kl, v, self._load(plan[1], addr, conds, v)))
+            for row, kl in its:
+                if kind == "block":  # vec loads of 4 free elements, at k .. k + vec - 1
+                    vals = []
+                    for kk in range(self.vec):
+                        addr, conds = self._global(plan, row, t.add(kl, t.c(kk)) if kk else kl,
+                                                   k0)
+                        vals.append(self._load(plan[1], addr, conds, 4))
+                else:
+                    addr, conds = self._global(plan, row, kl, k0)
+                    vals = [self._load(plan[1], addr, conds, self.vec if kind == "chunk" else 1)]
+                pending.append((plan, row, kl, vals))
         return pending
 
     def _store_registers(self, pending: list, stage: str) -> None:
         t = self.t
-        for plan, row, kl, v, val in pending:
+        v, se = self.vec, self.se
+        for plan, row, kl, vals in pending:
             dst, dst_t, rows = self._tile(plan[0])
             origin = t.mul(stage, rows * self.row_elems)
-            vals = [val] if v == 1 else [
-                t.op(f"vector.extract {val}[{j}] : {self.se} from vector<{v}x{self.se}>")
-                for j in range(v)]
-            free_major = plan[6]
-            for j, x in enumerate(vals):
-                r, k_ = (t.add(row, t.c(j)) if j else row, kl) if free_major else \
-                    (row, t.add(kl, t.c(j)) if j else kl)
-                t.emit(f"memref.store {x}, {dst}[{t.add(origin, self._swizzled(r, k_))}] : "
-                       f"{dst_t}")
+            kind = plan[7]
+            if kind == "scalar":
+                t.emit(f"memref.store {vals[0]}, {dst}[{t.add(origin, self._swizzled(row, kl))}]"
+                       f" : {dst_t}")
+                continue
+            if kind == "chunk":
+                chunks = [(row, vals[0])]
+            else:  # transpose the vec x 4 block: row i's chunk is element i of every load
+                chunks = []
+                for i in range(4):
+                    xs = [t.op(f"vector.extract {x}[{i}] : {se} from vector<4x{se}>")
+                          for x in vals]
+                    chunks.append((t.add(row, t.c(i)) if i else row,
+                                   t.op(f"vector.from_elements {', '.join(xs)} : "
+                                        f"vector<{v}x{se}>")))
+            for r, x in chunks:
+                at = t.add(origin, self._swizzled(r, kl))
+                t.emit(f"vector.store {x}, {dst}[{at}] {{alignment = 16}} : {dst_t}, "
+                       f"vector<{v}x{se}>")
+
+    def two_blocks(self) -> bool:
+        """Whether the kernel asks ptxas for two blocks per SM (`.minnctapersm 2`: at most 128
+        registers a thread at 256 threads): where no tile overhangs the matrix. Measured with
+        ptxas 13.0 over the four layouts of 2048^3 and 4 x 1000^3 in TF32 and bf16: without
+        edges every kernel fits 128 registers unasked (116-128); with edges (bounds checks on
+        the loads) they take 128-138, and capped at 128 one spilled 12 bytes, so edge kernels
+        leave the count to ptxas (one block per SM)."""
+        return not (self.m % self.BM or self.n % self.BN or self.k % self.BK)
 
     def _tile(self, which: str):
         return (("%As", self.as_t, self.BM) if which == "a" else ("%Bs", self.bs_t, self.BN))
-
-    def _round_landed(self, plans, items, stage: str) -> None:
-        """TF32: this thread's own cp.async chunks of `stage`, rounded in place after its wait."""
-        t = self.t
-        for plan, its in zip(plans, items, strict=True):
-            if plan[7] != "async":
-                continue
-            dst, dst_t, rows = self._tile(plan[0])
-            for row, kl, v in its:
-                at = t.add(t.mul(stage, rows * self.row_elems), self._swizzled(row, kl))
-                x = t.op(f"vector.load {dst}[{at}] {{alignment = 16}} : {dst_t}, "
-                         f"vector<{v}xf32>")
-                t.emit(f"vector.store {self._widen(x, v)}, {dst}[{at}] {{alignment = 16}} : "
-                       f"{dst_t}, vector<{v}xf32>")
 
     # --- text -------------------------------------------------------------------------------------
     def emit(self) -> str:
@@ -259,16 +273,7 @@ class WgmmaMatmul(GPUMatmul):
         args = [f"%a: memref<{b * m * k}x{el}>", f"%b: memref<{b * k * n}x{el}>"]
         args += [f"%e{i}: {memref_type(v.type)}" for i, v in enumerate(self.epi_inputs)]
         args += [f"%out: memref<{max(out_t.size, 1)}x{elem_type(out_t.dtype)}>"]
-        # Two blocks per SM need at most 128 registers a thread (ptxas caps them for
-        # `.minnctapersm 2`). Measured with ptxas: the cap spills when both operands are
-        # staged through registers, or one is and its loads carry bounds checks (tile edges),
-        # so those kernels leave the count to ptxas (one block per SM).
-        k_major = self.k % self.vec == 0
-        staged = [(size, tile) for trans, size, tile in ((not self.a_trans, self.m, BM),
-                                                          (self.b_trans, self.n, BN))
-                  if not (trans and k_major)]
-        edges = any(size % tile for size, tile in staged) or (staged and k % self.BK)
-        occupancy = ", nvvm.minctasm = 2 : i32" if len(staged) < 2 and not edges else ""
+        occupancy = ", nvvm.minctasm = 2 : i32" if self.two_blocks() else ""
         dyn, dyn_t = f"@{self.name}_smem", f"memref<0xi8, {SMEM}>"
         bytes_t = f"memref<{total}xi8, {SMEM}>"
         head = "\n".join([
@@ -341,8 +346,6 @@ class WgmmaMatmul(GPUMatmul):
         stage = t.idx("remui", "%kt", t.c(S))
         if any_async:  # slices 0 .. kt + S - 2 committed, so S - 2 may still be in flight
             t.emit(f"nvgpu.device_async_wait {group} {{numGroups = {S - 2} : i32}}")
-            if self.tf32:
-                self._round_landed(plans, items, stage)
         t.emit("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, "
                "space = #nvvm.shared_space<cta>}")
         t.emit("gpu.barrier")  # slice kt visible to all; the buffer of slice kt - 1 is free

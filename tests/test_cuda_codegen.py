@@ -89,7 +89,7 @@ def _fused(fn, specs):
     return fuse(run_passes(nova.make_program(fn)(*specs), options=target_options("cuda")))
 
 
-@pytest.fixture(scope="module", params=["sm_80", "sm_90"])
+@pytest.fixture(scope="module", params=["sm_80", "sm_90", "sm_90a"])
 def compiled(request):
     """{case: (fused program, {id(kernel): [(codegen kernel, record)]})} for one architecture,
     with both matmul precisions for contractions."""
@@ -137,7 +137,7 @@ def _kernel_records(cases, name, kind):
 
 def test_schedules_and_instructions(compiled):
     """The PTX uses what each schedule is for: 16-byte accesses, shuffles, tensor cores."""
-    _, cases = compiled
+    arch, cases = compiled
     (gelu,) = _kernel_records(cases, "gelu_bias", "loop")
     assert "ld.global.v4" in gelu["ptx"] and "st.global.v4" in gelu["ptx"]
     assert gelu["grid"] == [16, 1, 1] and gelu["block"] == [256, 1, 1]  # 64*256/4 threads
@@ -159,7 +159,11 @@ def test_schedules_and_instructions(compiled):
     simt, tf32 = mm
     assert simt["grid"] == [3, 2, 1] and "mma.sync" not in simt["ptx"]
     assert tf32["block"] == [128, 1, 1]
-    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in tf32["ptx"]
+    if arch == "sm_90a":  # Hopper: one warpgroup's wgmma, the tile's 64 columns at once
+        assert "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32" in tf32["ptx"]
+        assert "mma.sync" not in tf32["ptx"] and tf32["dynamic_shared_bytes"] > 0
+    else:
+        assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in tf32["ptx"]
     (bmm, _) = _kernel_records(cases, "batched_matmul", "contraction")
     assert bmm["grid"] == [1, 1, 3]
 

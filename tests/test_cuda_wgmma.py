@@ -78,13 +78,18 @@ def test_simulated_wgmma_gemms(layout, dtype, shape):
 
 @pytest.mark.parametrize("dtype", [f32, bf16], ids=["tf32", "bf16"])
 @pytest.mark.parametrize("layout", ["nn", "tt"])
-def test_simulated_wgmma_two_warpgroup_tiles(layout, dtype):
-    """The 128 x 128 tile (two warpgroups, 256 threads, 3-stage ring) with a K remainder and
-    edges in both free dimensions: with one SM the largest tile is always taken."""
-    specs = _specs(layout, 200, 160, 136, dtype)
-    (sched, em), = _schedules(_layout_fn(layout), specs, "sm_90a", sm_count=1)
-    assert (em.BM, em.BN, em.block, em.stages) == (128, 128, (256, 1, 1), 3)
-    got, want = _simulate_program(_layout_fn(layout), specs, "tf32", seed=7, sm_count=1,
+@pytest.mark.parametrize("shape,sm_count,tile,stages", [
+    ((200, 160, 136), 1, (128, 256), 4),  # the largest tile whenever one SM is to be filled
+    ((200, 160, 136), 3, (128, 128), 4),  # 2 x 2 blocks fill 3 SMs; edges: one block per SM
+    ((256, 256, 256), 4, (128, 128), 3)])  # no edges: two blocks per SM, 3 stages, wait 0
+def test_simulated_wgmma_two_warpgroup_tiles(layout, dtype, shape, sm_count, tile, stages):
+    """The two-warpgroup tiles (256 threads) with K remainders and edges in both free
+    dimensions, with one wgmma group in flight (4 stages) or none (3)."""
+    specs = _specs(layout, *shape, dtype)
+    (sched, em), = _schedules(_layout_fn(layout), specs, "sm_90a", sm_count=sm_count)
+    assert ((em.BM, em.BN), em.block, em.stages) == (tile, (256, 1, 1), stages)
+    assert f"nvvm.wgmma.wait.group.sync.aligned {1 if stages == 4 else 0}" in em.text
+    got, want = _simulate_program(_layout_fn(layout), specs, "tf32", seed=7, sm_count=sm_count,
                                   arch="sm_90a")
     _check(got, want, dtype)
 
@@ -117,7 +122,8 @@ def _mutated(text: str, old: str, new: str) -> str:
 
 @pytest.mark.parametrize("dtype", [f32, bf16], ids=["tf32", "bf16"])
 def test_simulator_catches_broken_wgmma_kernels(dtype):
-    """A missing wgmma wait leaves NaN, a wrong swizzle or K step gives wrong products, an
+    """A missing final wgmma wait, or a wait that leaves the group reading the stage being
+    rewritten in flight, raises; a wrong swizzle or K step gives wrong products, an
     unaligned ring reads outside the views, a cp.async wait too few (bf16's A tile is copied by
     cp.async; TF32 stages both tiles through registers) reads poison."""
     from nova.compiler.codegen.cuda.simulate import simulate
@@ -136,7 +142,12 @@ def test_simulator_catches_broken_wgmma_kernels(dtype):
         return np.asarray(out, np.float64)
 
     assert np.max(np.abs(run(em.text) - want)) <= 1e-2 * np.abs(want).max()
-    assert np.isnan(run(_mutated(em.text, "nvvm.wgmma.wait.group.sync.aligned 0", ""))).all()
+    assert "nvvm.wgmma.wait.group.sync.aligned 1" in em.text  # 4 stages: one group in flight
+    with pytest.raises(AssertionError, match="accumulator read while a wgmma is in flight"):
+        run(_mutated(em.text, "nvvm.wgmma.wait.group.sync.aligned 0", ""))
+    with pytest.raises(AssertionError, match="in-flight wgmma reads"):  # two groups in flight
+        run(_mutated(em.text, "nvvm.wgmma.wait.group.sync.aligned 1", "nvvm.wgmma.wait.group."
+                     "sync.aligned 2"))
     unswizzled = em.text.replace("arith.xori", "arith.ori")  # chunk | row instead of ^
     assert unswizzled != em.text
     assert np.max(np.abs(run(unswizzled) - want)) > 0.1 * np.abs(want).max()
@@ -146,7 +157,7 @@ def test_simulator_catches_broken_wgmma_kernels(dtype):
     with pytest.raises(IndexError, match="outside every shared view"):
         run(re.sub(r"%As = memref.view %smem\[%m\d+\]", "%As = memref.view %smem[%c0]", em.text))
     if dtype == bf16:
-        assert np.isnan(run(_mutated(em.text, "numGroups = 2 : i32", "numGroups = 3 : i32"))).any()
+        assert np.isnan(run(_mutated(em.text, "numGroups = 1 : i32", "numGroups = 2 : i32"))).any()
     else:
         assert "device_async_copy" not in em.text
 
@@ -180,8 +191,8 @@ def test_wgmma_accumulator_struct_maps_to_registers_in_order():
 def test_wgmma_gemms_assemble_for_sm_90a_without_spills(dtype):
     """The 128 x 128 wgmma GEMMs in all four layouts (2048^3 and a batch of 4 x 1000^3): ptxas
     accepts them for sm_90a, no spills; where no tile overhangs, `.minnctapersm 2` asks for two
-    blocks of 256 threads per SM (at most 128 registers); two rings fit the opt-in shared
-    memory."""
+    blocks of 256 threads per SM (at most 128 registers); the SM's rings fit its opt-in shared
+    memory; ptxas injects no warpgroup.wait."""
     props = gpu.describe("sm_90a")
     for layout in ("nn", "nt", "tn", "tt"):
         for shape in ((4, 1000, 1000), (2048, 2048)):
@@ -193,9 +204,30 @@ def test_wgmma_gemms_assemble_for_sm_90a_without_spills(dtype):
             assert capped == (shape == (2048, 2048)), (layout, shape)  # no tile edges
             info = ptxas_info(rec["ptx"], "sm_90a")
             assert info["spill_bytes"] == 0 and info["stack_bytes"] == 0, (layout, shape, info)
+            assert info["advisories"] == [], info  # no warpgroup.wait injected by ptxas
             assert not capped or info["registers"] <= 128, (layout, shape, info)
-            assert 2 * rec["dynamic_shared_bytes"] <= props.max_shared_memory_per_block_optin
+            blocks = 2 if capped else 1
+            assert blocks * rec["dynamic_shared_bytes"] <= props.max_shared_memory_per_block_optin
             assert k.schedule["tile"][:2] == (128, 128), k.schedule
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", [f32, bf16], ids=["tf32", "bf16"])
+def test_wgmma_tiles_of_128_x_256_keep_a_group_in_flight(dtype):
+    """Large GEMMs (4096^3, GPT-2's 8192 x 768 @ 768 x 50304) take 128 x 256 tiles (two
+    warpgroups of m64n256, one block per SM, 4 stages) and leave one wgmma group in flight
+    across the loop's barrier: ptxas injects no warpgroup.wait (it would, with advisory C7517,
+    if the pending accumulators were touched), no spills, registers within the 255 limit and
+    the block's 64 K."""
+    for sa, sb in (((4096, 4096), (4096, 4096)), ((8192, 768), (768, 50304))):
+        fused = _fused(_layout_fn("nn"), [S(sa, dtype), S(sb, dtype)])
+        (k,) = fused.kernels
+        (((_, rec),),) = backend_cuda.compile_kernels(fused, "cuda:sm_90a", "tf32").values()
+        assert k.schedule["tile"][:2] == (128, 256) and k.schedule["stages"] == 4
+        assert "m64n256" in rec["ptx"] and "wgmma.wait_group.sync.aligned \t1" in rec["ptx"]
+        info = ptxas_info(rec["ptx"], "sm_90a")
+        assert info["advisories"] == [] and info["spill_bytes"] == 0, info
+        assert info["registers"] * 256 <= 65536, info
 
 
 def test_hopper_devices_compile_for_sm_90a(monkeypatch):

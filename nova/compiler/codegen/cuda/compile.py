@@ -107,7 +107,9 @@ def ptxas_available() -> bool:
 
 def ptxas_info(ptx: str, arch: str) -> dict:
     """Assembles `ptx` with `ptxas -v -arch=arch`; {"registers", "shared_bytes", "spill_bytes",
-    "stack_bytes"} for its (single) entry. Raises CompilerError with ptxas's message on failure,
+    "stack_bytes", "advisories"} for its (single) entry, advisories being ptxas's numbered
+    performance notes, e.g. "(C7517) warpgroup.wait is injected ..." where code reads wgmma
+    accumulators before their wait. Raises CompilerError with ptxas's message on failure,
     FileNotFoundError when ptxas is not on PATH."""
     exe = shutil.which("ptxas")
     if exe is None:
@@ -128,4 +130,5 @@ def ptxas_info(ptx: str, arch: str) -> dict:
     return {"registers": int(regs.group(1)) if regs else 0,
             "shared_bytes": int(smem.group(1)) if smem else 0,
             "spill_bytes": int(spill.group(1)) if spill else 0,
-            "stack_bytes": int(stack.group(1)) if stack else 0}
+            "stack_bytes": int(stack.group(1)) if stack else 0,
+            "advisories": re.findall(r"\(C7\d+\)[^\n]*", log)}

@@ -26,12 +26,15 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
   pass the same descriptors; it decodes them (K-major, 128-byte swizzle only) against simulated
   shared addresses (dynamic shared memory starts at DYNAMIC_SMEM_BASE, deliberately not
   1024-aligned, so a kernel that does not align its tiles reads the wrong swizzle), reads tf32
-  operands truncated to 19 bits as the tensor cores do, and holds its result as NaN until the
-  `wgmma.wait_group` that covers its commit group lands it (so a missing wait shows);
-  `fence.proxy.async` and `wgmma.fence` are no-ops (ordering is not modelled).
+  operands truncated to 19 bits as the tensor cores do; until the `wgmma.wait_group` that
+  covers its commit group, extracting an accumulator raises, and so does a store or cp.async
+  into the shared bytes an in-flight wgmma reads (the ring's reuse); chained wgmmas may take
+  an in-flight accumulator (the hardware orders them); `fence.proxy.async` and `wgmma.fence`
+  are no-ops (ordering is not modelled).
 
-What it cannot check: races, the mapping of nvgpu's vector operands to PTX registers, and
-anything about real hardware (timing, the driver, PTX itself).
+What it cannot check: races between threads (lockstep orders everything; only writes into
+shared memory an in-flight wgmma reads are caught), the mapping of nvgpu's vector operands to
+PTX registers, and anything about real hardware (timing, the driver, PTX itself).
 """
 
 from __future__ import annotations
@@ -98,9 +101,8 @@ class _Sim:
         self.env: dict = {}
         self.shared = set()  # ids of workgroup arrays (indexed by block first)
         self.view_at: dict = {}  # id(view buffer) -> (shared address, buffer)
-        self.wgmma_pending: list = []  # wgmma results not yet committed: (result, values)
-        self.wgmma_groups: list = []  # committed wgmma groups, oldest first
-        self.wgmma_values: dict = {}  # result -> values, for chained wgmmas before their wait
+        self.wgmma_pending: list = []  # shared reads of wgmmas not yet committed
+        self.wgmma_groups: list = []  # committed, not yet waited groups, oldest first
 
     # --- values ---------------------------------------------------------------------------------
     def uniform(self, value, dtype):
@@ -157,6 +159,9 @@ class _Sim:
         val, mem, *idx = op.operands
         v = self.env[val]
         flat_arr, flat = self._address(mem, [self.env[i] for i in idx], mask, max(width, 1))
+        if id(self.env[mem]) in self.view_at:
+            self.check_wgmma_hazard(self.env[mem], flat[:, None] + np.arange(max(width, 1)),
+                                    mask, op.operation.name)
         if width:
             self._check_alignment(op, flat, flat_arr.itemsize, mask)
             flat_arr[(flat[:, None] + np.arange(width))[mask]] = v[mask]
@@ -211,7 +216,9 @@ class _Sim:
             if at <= phys.min() and phys.max() + size <= at + nbytes:
                 if buf.itemsize != size:
                     raise AssertionError(f"wgmma reads {ty} from a buffer of {buf.dtype}")
-                vals = buf[block].reshape(-1)[(phys - at) // size]
+                idx = (phys - at) // size
+                vals = buf[block].reshape(-1)[idx]
+                self.wgmma_pending.append((id(buf), int(idx.min()), int(idx.max()) + 1))
                 break
         else:
             raise IndexError(f"wgmma descriptor {desc:#x} reads bytes {int(phys.min())}.."
@@ -228,7 +235,6 @@ class _Sim:
         """wgmma.mma_async m64nNkK, D += A B with A and B from shared memory (see the module
         docstring); returns NaN for every thread until its wait lands the values."""
         acc, da, db = ins
-        acc = self.wgmma_values.get(op.operands[0], acc)
         shape = dict(kv.split(" = ") for kv in
                      str(op.attributes["shape"]).split("<")[1].rstrip(">").split(", "))
         m, n, k = int(shape["m"]), int(shape["n"]), int(shape["k"])
@@ -257,15 +263,23 @@ class _Sim:
                 Bt = self._read_operand(int(db[th[0]]), n, k, attr["typeB"], b)
                 D = A @ Bt.T
                 out[th] = (D[rows, colj] + out[th]).astype(np.float32)
-        self.wgmma_pending.append((op.results[0], out))
-        self.wgmma_values[op.results[0]] = out
-        return np.full_like(out, np.nan)
+        return out
 
     def wgmma_wait(self, op) -> None:
+        """wgmma.wait_group N: every committed group but the N most recent completes."""
         keep = self.ir.IntegerAttr(op.attributes["group"]).value
-        while len(self.wgmma_groups) > keep:
-            for res, vals in self.wgmma_groups.pop(0):
-                self.env[res] = vals
+        del self.wgmma_groups[:max(len(self.wgmma_groups) - keep, 0)]
+
+    def check_wgmma_hazard(self, arr, flat, mask, what: str) -> None:
+        """Raises when an active thread writes shared elements an in-flight wgmma reads."""
+        for buf, lo, hi in [r for g in self.wgmma_groups for r in g] + self.wgmma_pending:
+            if buf != id(arr):
+                continue
+            per = int(np.prod(arr.shape[1:]))
+            local = flat.reshape(len(flat), -1) - (self.blk * per)[:, None]
+            if np.any(mask[:, None] & (local >= lo) & (local < hi)):
+                raise AssertionError(f"{what} into shared memory an in-flight wgmma reads "
+                                     "(a stage rewritten before its wait_group)")
 
     def ldmatrix(self, op, mask, res_t):
         """ldmatrix.sync.aligned.m8n8.xN[.trans].b16: lanes 8i .. 8i + 7 of each warp give the
@@ -313,6 +327,9 @@ class _Sim:
         full = mask & (n > 0)
         src, s_flat = self._address(v.src, [self.env[i] for i in v.srcIndices], full, width)
         dst, d_flat = self._address(v.dst, [self.env[i] for i in v.dstIndices], mask, width)
+        if id(self.env[v.dst]) in self.view_at:
+            self.check_wgmma_hazard(self.env[v.dst], d_flat[:, None] + np.arange(width), mask,
+                                    "cp.async")
         size = width * dst.itemsize
         if "bypassL1" in op.attributes and size != 16:
             raise AssertionError(f"cp.async.cg copies 16 bytes, not {size}")
@@ -413,12 +430,16 @@ class _Sim:
         elif name == "nvvm.wgmma.mma_async":
             out = self.wgmma(op, ins, mask)
         elif name == "nvvm.wgmma.commit.group.sync.aligned":
-            self.wgmma_groups.append(self.wgmma_pending)
+            if self.wgmma_pending:
+                self.wgmma_groups.append(self.wgmma_pending)
             self.wgmma_pending = []
             return
         elif name == "nvvm.wgmma.wait.group.sync.aligned":
             return self.wgmma_wait(op)
         elif name == "llvm.extractvalue":
+            if self.wgmma_groups or self.wgmma_pending:
+                raise AssertionError("an accumulator read while a wgmma is in flight (no "
+                                     "wgmma.wait_group covers it)")
             pos = list(ir.DenseI64ArrayAttr(op.attributes["position"]))
             out = ins[0][(slice(None), *pos)]
         elif name == "llvm.bitcast":  # i32 -> vector<2xf16> (the f16 mma operands)

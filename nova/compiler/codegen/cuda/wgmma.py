@@ -30,9 +30,13 @@ barrier per slice, CUTLASS's multistage main loop, without warp specialization):
 multiplied while slices kt + 1 .. kt + S - 1 are in flight. The ring lives in dynamic shared
 memory, aligned to 1024 bytes at run time (the kernel rounds its base up; 1 KiB extra).
 
-Tiles: 128 x 128 (two warpgroups of 64 x 128, 256 threads) when that still gives every SM a
-block, else 64 x 64 (one warpgroup); K slices of 128 bytes (32 tf32 or 64 16-bit values: one
-swizzle row); stages: up to 4 such that two blocks fit an SM, else one.
+Tiles: the largest of 128 x 256 (two warpgroups of 64 x 256, 256 threads, one block per SM),
+128 x 128 (two warpgroups of 64 x 128, two blocks per SM where no tile overhangs) and 64 x 64
+(one warpgroup) that still gives every SM a block; K slices of 128 bytes (32 tf32 or 64 16-bit
+values: one swizzle row); stages: up to 4 such that the SM's blocks fit its shared memory.
+With 4 stages the loop keeps one wgmma group in flight across its barrier (`wait_group 1`,
+the ring written 2 slices ahead), as CUTLASS's mainloops do; with fewer it waits for each
+group (`wait_group 0`, S - 1 slices ahead).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from nova.compiler.codegen.cuda.staging import Text
 ROW_BYTES = 128  # one swizzle row: the K extent of a shared slice
 ATOM_BYTES = 1024  # 8 rows: the swizzle atom (stride byte offset)
 # (BM, BN, warpgroups along M): largest first.
-WGMMA_TILES = ((128, 128, 2), (64, 64, 1))
+WGMMA_TILES = ((128, 256, 2), (128, 128, 2), (64, 64, 1))
 SMEM = "#gpu.address_space<workgroup>"
 
 
@@ -88,12 +92,18 @@ class WgmmaMatmul(GPUMatmul):
         self.inner = _Fragments
         self.acc_type = "!llvm.struct<(" + ", ".join(["f32"] * (self.BN // 2)) + ")>"
         stage_bytes = (self.BM + self.BN) * ROW_BYTES
-        fit = [s for s in (4, 3, 2) if 2 * (s * stage_bytes + ATOM_BYTES) <= shared_optin]
-        fit = fit or [s for s in (4, 3, 2) if s * stage_bytes + ATOM_BYTES <= shared_optin]
+        # Stages: up to 4 such that the blocks an SM should hold (blocks_per_sm) fit its
+        # shared memory; at least 2.
+        blocks = self.blocks_per_sm()
+        fit = [s for s in (4, 3, 2) if blocks * (s * stage_bytes + ATOM_BYTES) <= shared_optin]
         if not fit:
             raise NotImplementedError(f"cuda codegen: {name}'s wgmma ring does not fit "
                                       f"{shared_optin} B of shared memory")
         self.stages = fit[0]
+        # With 4 stages one wgmma group stays in flight across the loop's barrier
+        # (wait_group 1) and the ring is written S - 2 slices ahead; with fewer the lookahead
+        # would drop to one slice, so those wait for their group (wait_group 0, S - 1 ahead).
+        self.inflight = 1 if self.stages >= 4 else 0
         self.shared_bytes = 0
         self.dynamic_shared_bytes = self.stages * stage_bytes + ATOM_BYTES
 
@@ -246,14 +256,16 @@ class WgmmaMatmul(GPUMatmul):
                 t.emit(f"vector.store {x}, {dst}[{at}] {{alignment = 16}} : {dst_t}, "
                        f"vector<{v}x{se}>")
 
-    def two_blocks(self) -> bool:
-        """Whether the kernel asks ptxas for two blocks per SM (`.minnctapersm 2`: at most 128
-        registers a thread at 256 threads): where no tile overhangs the matrix. Measured with
-        ptxas 13.0 over the four layouts of 2048^3 and 4 x 1000^3 in TF32 and bf16: without
-        edges every kernel fits 128 registers unasked (116-128); with edges (bounds checks on
-        the loads) they take 128-138, and capped at 128 one spilled 12 bytes, so edge kernels
-        leave the count to ptxas (one block per SM)."""
-        return not (self.m % self.BM or self.n % self.BN or self.k % self.BK)
+    def blocks_per_sm(self) -> int:
+        """The blocks an SM is meant to hold: 2 for tiles up to 128 x 128 where no tile
+        overhangs the matrix (`.minnctapersm 2`: at most 128 registers a thread at 256
+        threads), else 1. Measured with ptxas 13.0 over the four layouts of 2048^3 and
+        4 x 1000^3 in TF32 and bf16 at 128 x 128: without edges every kernel fits 128 registers
+        unasked (116-128); with edges (bounds checks on the loads) they take 128-138, and
+        capped at 128 one spilled 12 bytes. 128 x 256 tiles hold 128 accumulators a thread."""
+        if self.BN > 128:
+            return 1
+        return 1 if (self.m % self.BM or self.n % self.BN or self.k % self.BK) else 2
 
     def _tile(self, which: str):
         return (("%As", self.as_t, self.BM) if which == "a" else ("%Bs", self.bs_t, self.BN))
@@ -273,7 +285,7 @@ class WgmmaMatmul(GPUMatmul):
         args = [f"%a: memref<{b * m * k}x{el}>", f"%b: memref<{b * k * n}x{el}>"]
         args += [f"%e{i}: {memref_type(v.type)}" for i, v in enumerate(self.epi_inputs)]
         args += [f"%out: memref<{max(out_t.size, 1)}x{elem_type(out_t.dtype)}>"]
-        occupancy = ", nvvm.minctasm = 2 : i32" if self.two_blocks() else ""
+        occupancy = ", nvvm.minctasm = 2 : i32" if self.blocks_per_sm() == 2 else ""
         dyn, dyn_t = f"@{self.name}_smem", f"memref<0xi8, {SMEM}>"
         bytes_t = f"memref<{total}xi8, {SMEM}>"
         head = "\n".join([
@@ -324,14 +336,19 @@ class WgmmaMatmul(GPUMatmul):
         return "\n".join([head] + t.consts + t.lines + ["      gpu.return", "    }"])
 
     def _main_loop(self) -> str:
+        """The K loop over the ring: slice kt is multiplied from stage kt % S while slices
+        kt + 1 .. kt + A (A = S - 1 - inflight) are in flight; one barrier per slice. With
+        one wgmma group left in flight (inflight = 1), the barrier of iteration kt follows
+        every warpgroup's wait for group kt - 2, so stage (kt - 2) % S is the one rewritten."""
         t = self.t
         S, BK = self.stages, self.BK
+        ahead_n = S - 1 - self.inflight
         kt_n = -(-self.k // BK)
         plans = self._plans()
         items = [self._items(p) for p in plans]
         any_async = any(p[7] == "async" for p in plans)
         group = None
-        for s in range(S - 1):  # the prologue: slices 0 .. S - 2
+        for s in range(ahead_n):  # the prologue: slices 0 .. A - 1
             k0 = t.c(min(s, kt_n - 1) * BK)
             if any_async:
                 live = None if s < kt_n else t.c(0, "i1")
@@ -344,12 +361,12 @@ class WgmmaMatmul(GPUMatmul):
                f"iter_args(%acc = {zero}) -> ({self.acc_type}) {{")
         t.indent += 2
         stage = t.idx("remui", "%kt", t.c(S))
-        if any_async:  # slices 0 .. kt + S - 2 committed, so S - 2 may still be in flight
-            t.emit(f"nvgpu.device_async_wait {group} {{numGroups = {S - 2} : i32}}")
+        if any_async:  # slices 0 .. kt + A - 1 committed, so A - 1 may still be in flight
+            t.emit(f"nvgpu.device_async_wait {group} {{numGroups = {ahead_n - 1} : i32}}")
         t.emit("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, "
                "space = #nvvm.shared_space<cta>}")
-        t.emit("gpu.barrier")  # slice kt visible to all; the buffer of slice kt - 1 is free
-        ahead = t.idx("addi", "%kt", t.c(S - 1))
+        t.emit("gpu.barrier")  # slice kt visible to all; the stage of slice kt + A is free
+        ahead = t.idx("addi", "%kt", t.c(ahead_n))
         k_next = t.mul(t.idx("minui", ahead, t.c(kt_n - 1)), BK)
         s_next = t.idx("remui", ahead, t.c(S))
         if any_async:
@@ -359,10 +376,12 @@ class WgmmaMatmul(GPUMatmul):
         pending = self._load_registers(plans, items, k_next)
         acc = self._wgmma_slice("%acc", stage)
         self._store_registers(pending, s_next)
-        t.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+        t.emit(f"nvvm.wgmma.wait.group.sync.aligned {self.inflight}")
         t.emit(f"scf.yield {acc} : {self.acc_type}")
         t.indent -= 2
         t.emit("}")
+        if self.inflight:
+            t.emit("nvvm.wgmma.wait.group.sync.aligned 0")
         if any_async:  # no copy may still be landing when the block exits
             t.emit(f"nvgpu.device_async_wait {group} {{numGroups = 0 : i32}}")
         return res

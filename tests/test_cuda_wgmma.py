@@ -228,6 +228,33 @@ def test_wgmma_tiles_of_128_x_256_keep_a_group_in_flight(dtype):
         info = ptxas_info(rec["ptx"], "sm_90a")
         assert info["advisories"] == [] and info["spill_bytes"] == 0, info
         assert info["registers"] * 256 <= 65536, info
+        # The ring's 1024-byte alignment is computed at run time (not left to the driver):
+        # the extern array is declared 16-byte aligned, so LLVM keeps the rounding.
+        assert ".extern .shared .align 16" in rec["ptx"] and ", 1008;" in rec["ptx"]
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_90a"])
+def test_tf32_rounding_keeps_nans(arch):
+    """CUDA's canonical NaN (0x7fffffff) and a negative one survive the TF32 operand rounding
+    (adding half a unit would carry them into -0.0 / +0.0): their rows of the product are NaN,
+    the other rows are right (mma.sync and wgmma kernels)."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 64)).astype(f32)
+    b = rng.standard_normal((64, 64)).astype(f32)
+    a.view(np.uint32)[3, 5] = 0x7FFFFFFF
+    a.view(np.uint32)[40, 0] = 0xFFFFFFFF
+    from nova.compiler.codegen.cuda.simulate import simulate
+
+    ((gk, em),) = [(k, em) for k in _fused(_layout_fn("nn"), [S((64, 64), f32)] * 2).kernels
+                   for _, em in backend_cuda.lower_kernel(k, arch, "tf32")]
+    out = np.zeros((64, 64), f32)
+    simulate(wrap_module(gk.name, em.text, arch), gk.name, em.grid, em.block, [a, b, out],
+             dynamic_shared_bytes=getattr(em, "dynamic_shared_bytes", 0))
+    bad = np.zeros(64, bool)
+    bad[[3, 40]] = True
+    assert np.isnan(out[bad]).all() and not np.isnan(out[~bad]).any()
+    want = a[~bad].astype(np.float64) @ b
+    assert np.max(np.abs(out[~bad] - want)) <= 2e-3 * np.abs(want).max()
 
 
 def test_hopper_devices_compile_for_sm_90a(monkeypatch):

@@ -264,5 +264,9 @@ class StagingMixin:
             bits = t.op(f"arith.bitcast {x} : {vt('f32')} to {vt('i32')}")
             r = t.op(f"arith.addi {bits}, {cst(0x1000, 'i32')} : {vt('i32')}")
             r = t.op(f"arith.andi {r}, {cst(-0x2000, 'i32')} : {vt('i32')}")
-            return t.op(f"arith.bitcast {r} : {vt('i32')} to {vt('f32')}")
+            r = t.op(f"arith.bitcast {r} : {vt('i32')} to {vt('f32')}")
+            # NaNs stay NaN: 0x7fffffff + 0x1000 would carry into the sign bit (-0.0).
+            nan = t.op(f"arith.cmpf uno, {x}, {x} : {vt('f32')}")
+            sel = f"{vt('i1')}, " if v > 1 else ""
+            return t.op(f"arith.select {nan}, {x}, {r} : {sel}{vt('f32')}")
         return x

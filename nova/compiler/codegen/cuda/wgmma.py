@@ -289,7 +289,9 @@ class WgmmaMatmul(GPUMatmul):
         dyn, dyn_t = f"@{self.name}_smem", f"memref<0xi8, {SMEM}>"
         bytes_t = f"memref<{total}xi8, {SMEM}>"
         head = "\n".join([
-            f"    memref.global \"public\" {dyn} : {dyn_t} {{alignment = {ATOM_BYTES} : i64}}",
+            # Declared 16-byte aligned on purpose: a 1024 here lets LLVM fold the run-time
+            # rounding below away, leaving correctness to the driver's placement.
+            f"    memref.global \"public\" {dyn} : {dyn_t} {{alignment = 16 : i64}}",
             f"    gpu.func @{self.name}({', '.join(args)}) kernel attributes "
             f"{{known_block_size = array<i32: {self.threads}, 1, 1>{occupancy}}} {{"])
         t.emit(f"%smem0 = memref.get_global {dyn} : {dyn_t}")

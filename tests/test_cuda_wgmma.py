@@ -63,12 +63,13 @@ def _schedules(fn, specs, arch, precision="tf32", sm_count=None):
 
 @pytest.mark.parametrize("dtype", [f32, bf16, f16], ids=["tf32", "bf16", "f16"])
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
-@pytest.mark.parametrize("shape", [(128, 96, 192), (70, 33, 130), (19, 40, 24)],
+@pytest.mark.parametrize("shape", [(128, 96, 192), (70, 33, 130), (19, 40, 23)],
                          ids=["even", "edges", "odd"])
 def test_simulated_wgmma_gemms(layout, dtype, shape):
-    """Every operand layout: K-major operands copied by cp.async (k a multiple of 16 bytes),
-    (k, free) operands staged through registers by 16-byte loads (free size a multiple of 16
-    bytes) or scalars, tile edges in m, n and k, one 64 x 64 warpgroup tile per block."""
+    """Every operand layout: K-major operands copied by cp.async or 16-byte register loads (k
+    a multiple of 16 bytes), (k, free) operands staged through registers as transposed blocks
+    (free size a multiple of 4) or scalars, tile edges in m, n and k, column pairs stored as
+    2-vectors (even n) or one by one (odd n), one 64 x 64 warpgroup tile per block."""
     specs = _specs(layout, *shape, dtype)
     (sched, em), = _schedules(_layout_fn(layout), specs, "sm_90a")
     assert sched.startswith("wgmma") and em.block == (128, 1, 1)
@@ -231,6 +232,8 @@ def test_wgmma_tiles_of_128_x_256_keep_a_group_in_flight(dtype):
         # The ring's 1024-byte alignment is computed at run time (not left to the driver):
         # the extern array is declared 16-byte aligned, so LLVM keeps the rounding.
         assert ".extern .shared .align 16" in rec["ptx"] and ", 1008;" in rec["ptx"]
+        # column pairs leave as 8-byte stores (whole 32-byte sectors per warp)
+        assert rec["ptx"].count("st.global.v2") == 64 and "st.global.f32" not in rec["ptx"]
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_90a"])

@@ -294,12 +294,22 @@ class GPUMatmul(StagingMixin):
 
     # --- epilogue and store ------------------------------------------------------------------
     def _store(self, finals: list) -> None:
+        """The epilogue and the store of every accumulator this thread holds. Tensor-core
+        fragments hold pairs of adjacent columns (c even, c + 1): with an even n they are
+        stored as one 2-element vector (8 bytes for float32), so a warp's stores cover whole
+        32-byte sectors of 8 rows instead of every other 4 bytes of them."""
         t = self.t
         m, n = self.m, self.n
-        out_dtype = self.dot.outputs[0].type.dtype
         fin_t = self.final.type
-        mt = f"memref<{max(fin_t.size, 1)}x{elem_type(fin_t.dtype)}>"
-        for acc, r, c in self.inner.elements(self, finals):
+        el = elem_type(fin_t.dtype)
+        mt = f"memref<{max(fin_t.size, 1)}x{el}>"
+        elems = list(self.inner.elements(self, finals))
+        paired = (getattr(self.inner, "pairs", False) and n % 2 == 0
+                  and np.dtype(fin_t.dtype).itemsize >= 2)
+        groups = [elems[i:i + 2] for i in range(0, len(elems), 2)] if paired else \
+            [[e] for e in elems]
+        for group in groups:
+            acc, r, c = group[0]
             gi, gj = t.add(self.row0, r), t.add(self.col0, c)
             conds = self._bounds(gi, m, self.BM) + self._bounds(gj, n, self.BN)
             if conds:
@@ -307,21 +317,34 @@ class GPUMatmul(StagingMixin):
                     t.op(f"arith.andi {conds[0]}, {conds[1]} : i1")
                 t.emit(f"scf.if {ok} {{")
                 t.indent += 2
-            v = self._narrow(acc, out_dtype)
-            if self.epilogue is not None:
-                host = _EpilogueHost(t, Value(self.bz, "index"))
-                try:
-                    v = self.epilogue(host, v, Value(gi, "index"), Value(gj, "index"),
-                                      [f"%e{i}" for i in range(len(self.epi_inputs))])
-                except _NoVector:
-                    raise NotImplementedError(
-                        f"cuda codegen: the epilogue of contraction {self.name} reads a constant "
-                        "with data (split it into a loop kernel)") from None
+            vals = [self._epilogue_value(a, gi, t.add(gj, t.c(j)) if j else gj)
+                    for j, (a, _, _) in enumerate(group)]
             addr = t.add(self.cbase, t.mul(gi, n), gj)
-            t.emit(f"memref.store {v.name}, %out[{addr}] : {mt}")
+            if len(vals) == 1:
+                t.emit(f"memref.store {vals[0]}, %out[{addr}] : {mt}")
+            else:
+                vt = f"vector<2x{el}>"
+                vec = t.op(f"vector.from_elements {vals[0]}, {vals[1]} : {vt}")
+                size = 2 * np.dtype(fin_t.dtype).itemsize
+                t.emit(f"vector.store {vec}, %out[{addr}] {{alignment = {size}}} : {mt}, {vt}")
             if conds:
                 t.indent -= 2
                 t.emit("}")
+
+    def _epilogue_value(self, acc: str, gi: str, gj: str) -> str:
+        """Output element (gi, gj): the accumulator narrowed once, then the fused epilogue."""
+        v = self._narrow(acc, self.dot.outputs[0].type.dtype)
+        if self.epilogue is None:
+            return v.name
+        host = _EpilogueHost(self.t, Value(self.bz, "index"))
+        try:
+            v = self.epilogue(host, v, Value(gi, "index"), Value(gj, "index"),
+                              [f"%e{i}" for i in range(len(self.epi_inputs))])
+        except _NoVector:
+            raise NotImplementedError(
+                f"cuda codegen: the epilogue of contraction {self.name} reads a constant "
+                "with data (split it into a loop kernel)") from None
+        return v.name
 
     def _narrow(self, acc: str, dtype) -> Value:
         """The accumulator rounded once to the dot_general's output dtype."""

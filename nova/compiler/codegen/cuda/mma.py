@@ -33,6 +33,7 @@ from nova.compiler.codegen.builder import elem_type
 
 
 class MmaSchedule:
+    pairs = True  # elements() yields adjacent columns (c even, c + 1) one after the other
     def thread_coords(self) -> None:
         t = self.t
         warp = t.idx("divui", self.tid, t.c(32))

@@ -63,6 +63,8 @@ def descriptor_high_bits() -> int:
 class _Fragments:
     """The wgmma accumulator layout, for GPUMatmul._store (see the module docstring)."""
 
+    pairs = True  # adjacent columns (c = 0, 1) one after the other
+
     @staticmethod
     def elements(mm, finals: list):
         t = mm.t

@@ -90,3 +90,16 @@ def check_prim(prim, args, params, **kw):
         return prim.bind(*xs, **params)
 
     check_grads(f, args, **kw)
+
+
+def loop_vector_width(cols: int, wide: bool = False, first: int | None = None) -> int:
+    """The float32 vector width a CPU loop kernel over rows of `cols` elements takes on this
+    host (codegen/cpu/loops.py emit_loop_kernel): the preferred width (two SIMD registers when
+    `wide`, `first` when given), else one register, half or a quarter of one (at least 4
+    lanes) -- the first that divides the row -- else 1 (scalar code)."""
+    from nova.compiler.codegen.cpu.matmul import host_device
+
+    native = host_device().vector_bits // 32
+    widths = [first] if first else ([2 * native] if wide else [])
+    widths += [w for w in (native, native // 2, native // 4) if w >= 4 and w not in widths]
+    return next((w for w in widths if cols % w == 0), 1)

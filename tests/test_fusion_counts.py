@@ -13,7 +13,7 @@ from nova.compiler.backend_cpu import compile_program
 from nova.compiler.fuse import fuse
 from nova.compiler.pipeline import run_passes
 from nova.core.interpreter import run_program
-from tests.helpers import assert_close
+from tests.helpers import assert_close, loop_vector_width
 
 _KERNEL = re.compile(r"nova\.kernel @\w+ \([^)]*\) \{kind = \"(\w+)\", ops = \[([^\]]*)\]"
                      r"(?:, iter_shape=\(([^)]*)\)(?: \w+=\w+)* red_axes=(\([^)]*\)|None))?")
@@ -204,7 +204,8 @@ def test_cost_analysis_reports_flops_and_bytes_per_kernel():
 
 
 @pytest.mark.parametrize("shape,axes", [((64, 48), (0,)), ((6, 10, 32), (0, 1)),
-                                        ((40, 20), (0,))], ids=["2d", "3d", "scalar-fallback"])
+                                        ((40, 20), (0,)), ((40, 10), (0,))],
+                         ids=["2d", "3d", "narrower", "scalar-fallback"])
 def test_column_reductions_vectorize_along_the_kept_axis(shape, axes):
     """Reductions that keep the last axis (dgamma, dbeta, bias gradients) run with one lane per
     column and contiguous loads; the sums, maxima and argmax/argmin (NumPy's first occurrence,
@@ -226,9 +227,9 @@ def test_column_reductions_vectorize_along_the_kept_axis(shape, axes):
     assert len(kernels) == 1 and kernels[0][2] == str(axes)
     program = run_passes(nova.make_program(f)(x, y))
     (launch,) = compile_program(program).launches
-    lanes = 2 * host_device().vector_bits // 32
-    want = lanes if shape[-1] % lanes == 0 else 1
-    assert launch.kernel.schedule["vector_width"] == want
+    # two registers per chunk where the row holds them, else one, half or a quarter of one
+    want = loop_vector_width(shape[-1], wide=True)
+    assert launch.kernel.schedule["vector_width"] == want and (want > 1) == (shape[-1] != 10)
     if len(axes) == 1:
         for fn in (jnp.argmax, jnp.argmin):
             (k,) = _compiled_kernels(lambda x, fn=fn: fn(x * 2.0, axis=0), x)
@@ -268,8 +269,9 @@ def test_merging_attention_heads_stays_vectorized():
     lanes = host_device().vector_bits // 32
     rng = np.random.default_rng(16)
     # d = 1.5 lanes: the merged axis (2 heads) is still a whole number of chunks, but chunks
-    # straddle the heads, so that layout is read with scalar code.
-    for d, vectorized in ((4 * lanes, True), (lanes + lanes // 2, False)):
+    # straddle the heads, so that layout takes half-width vectors (which stay inside one);
+    # d = 6: no vector of 4 or more lanes stays inside a head, so scalar code.
+    for d, width in ((4 * lanes, lanes), (lanes + lanes // 2, lanes // 2), (6, 1)):
         x = rng.standard_normal((3, 2, 5, d)).astype(np.float32)
 
         def merge(x, d=d):
@@ -278,7 +280,7 @@ def test_merging_attention_heads_stays_vectorized():
         _compiled_kernels(merge, x)
         program = run_passes(nova.make_program(merge)(x))
         (launch,) = compile_program(program).launches
-        assert (launch.kernel.schedule["vector_width"] > 1) is vectorized
+        assert launch.kernel.schedule["vector_width"] == width, d
 
 
 def test_weight_gradient_is_written_in_the_weights_layout():

@@ -660,6 +660,9 @@ def emit_loop_kernel(name: str, kernel: Kernel, vector_width: int | None = None,
             # exp per element): single-thread softmax on cached (256, 768) rows -6 % (bench/
             # NOTES.md round 8).
             widths = [2 * native, native]
+        # Rows that are no multiple of the preferred vector take one register, then half or
+        # a quarter of one (an AVX-512 host on rows of 104: 8 lanes instead of scalar code).
+        widths += [w for w in (native, native // 2, native // 4) if w >= 4 and w not in widths]
     else:
         widths = [vector_width]
     for width in [w for w in widths if w]:

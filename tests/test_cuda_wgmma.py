@@ -87,7 +87,7 @@ def test_simulated_wgmma_two_warpgroup_tiles(layout, dtype, shape, sm_count, til
     """The two-warpgroup tiles (256 threads) with K remainders and edges in both free
     dimensions, with one wgmma group in flight (4 stages) or none (3)."""
     specs = _specs(layout, *shape, dtype)
-    (sched, em), = _schedules(_layout_fn(layout), specs, "sm_90a", sm_count=sm_count)
+    (_, em), = _schedules(_layout_fn(layout), specs, "sm_90a", sm_count=sm_count)
     assert ((em.BM, em.BN), em.block, em.stages) == (tile, (256, 1, 1), stages)
     assert f"nvvm.wgmma.wait.group.sync.aligned {1 if stages == 4 else 0}" in em.text
     got, want = _simulate_program(_layout_fn(layout), specs, "tf32", seed=7, sm_count=sm_count,

@@ -210,8 +210,6 @@ def test_column_reductions_vectorize_along_the_kept_axis(shape, axes):
     """Reductions that keep the last axis (dgamma, dbeta, bias gradients) run with one lane per
     column and contiguous loads; the sums, maxima and argmax/argmin (NumPy's first occurrence,
     NaN wins) match the interpreter."""
-    from nova.compiler.codegen.cpu.matmul import host_device
-
     rng = np.random.default_rng(12)
     x = rng.standard_normal(shape).astype(np.float32)
     x[1, ..., 3] = np.nan  # a NaN column entry for argmax/argmin

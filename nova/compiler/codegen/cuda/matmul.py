@@ -203,6 +203,20 @@ class GPUMatmul(StagingMixin):
         else:
             head = (f"    gpu.func @{self.name}({', '.join(args)}) workgroup(%As : {self.as_t} "
                     f"{align}, %Bs : {self.bs_t} {align}) {attrs}")
+        self._block_coords()
+        self.inner.thread_coords(self)  # before the loop: the store after it uses them too
+        accs = self.inner.init_accs(self)
+        if self.stages:
+            res = self._pipelined_loop(accs)
+        else:
+            res = self._staged_loop(accs)
+        self._store([f"{res}#{i}" for i in range(len(accs))])
+        return "\n".join([head] + t.consts + t.lines + ["      gpu.return", "    }"])
+
+    def _block_coords(self) -> None:
+        """This block's tile: column and row tile (bx, by), batch element (bz), thread id, the
+        tile's origin (row0, col0) and the batch element's flat bases in A, B and C."""
+        t = self.t
         self.bx = t.op("gpu.block_id x")
         self.by = t.op("gpu.block_id y")
         if self.fold_batch:
@@ -212,19 +226,12 @@ class GPUMatmul(StagingMixin):
         else:
             self.bz = t.op("gpu.block_id z")
         self.tid = t.op("gpu.thread_id x")
-        self.row0 = t.mul(self.by, BM)
-        self.col0 = t.mul(self.bx, BN)
+        self.row0 = t.mul(self.by, self.BM)
+        self.col0 = t.mul(self.bx, self.BN)
+        m, n, k = self.m, self.n, self.k
         self.abase = t.mul(self.bz, m * k)
         self.bbase = t.mul(self.bz, k * n)
         self.cbase = t.mul(self.bz, m * n)
-        self.inner.thread_coords(self)  # before the loop: the store after it uses them too
-        accs = self.inner.init_accs(self)
-        if self.stages:
-            res = self._pipelined_loop(accs)
-        else:
-            res = self._staged_loop(accs)
-        self._store([f"{res}#{i}" for i in range(len(accs))])
-        return "\n".join([head] + t.consts + t.lines + ["      gpu.return", "    }"])
 
     def _pipelined_loop(self, accs: list) -> str:
         """The K loop over a ring of `stages` shared-memory buffers filled by cp.async: slice kt
@@ -309,7 +316,7 @@ class GPUMatmul(StagingMixin):
         groups = [elems[i:i + 2] for i in range(0, len(elems), 2)] if paired else \
             [[e] for e in elems]
         for group in groups:
-            acc, r, c = group[0]
+            _, r, c = group[0]
             gi, gj = t.add(self.row0, r), t.add(self.col0, c)
             conds = self._bounds(gi, m, self.BM) + self._bounds(gj, n, self.BN)
             if conds:

@@ -161,14 +161,7 @@ class StagingMixin:
             addr = t.add(base, t.mul(gk, size), gf) if free_major else \
                 t.add(base, t.mul(gf, self.k), gk)
             conds = self._bounds(gf, size, tile) + self._bounds(gk, self.k, self.BK)
-            conds += [live] if live is not None else []
-            n = t.c(v)
-            if conds:
-                ok = conds[0]
-                for c in conds[1:]:
-                    ok = t.op(f"arith.andi {ok}, {c} : i1")
-                addr = t.op(f"arith.select {ok}, {addr}, {t.c(0)} : index")
-                n = t.op(f"arith.select {ok}, {n}, {t.c(0)} : index")
+            addr, n = self.zero_fill(addr, conds + ([live] if live is not None else []), v)
             el = elem_type(self.dtype)
             src_t = f"memref<{self.batch * self.k * (self.m if mem == '%a' else self.n)}x{el}>"
             dst, dst_t = ("%As", self.as_t) if which == "a" else ("%Bs", self.bs_t)
@@ -176,6 +169,19 @@ class StagingMixin:
                              f"{dst}[{self.smem_index(which, kl, fl, stage)}], {v}, {n} "
                              f"{{bypassL1}} : {src_t} to {dst_t}"))
         return t.op(f"nvgpu.device_async_create_group {', '.join(toks)}")
+
+    def zero_fill(self, addr: str, conds: list, v: int) -> tuple:
+        """(source address, source size) of a v-element cp.async chunk: where any i1 of
+        `conds` is false, size 0 (the chunk is zero-filled, nothing read) from address 0."""
+        t = self.t
+        n = t.c(v)
+        if conds:
+            ok = conds[0]
+            for c in conds[1:]:
+                ok = t.op(f"arith.andi {ok}, {c} : i1")
+            addr = t.op(f"arith.select {ok}, {addr}, {t.c(0)} : index")
+            n = t.op(f"arith.select {ok}, {n}, {t.c(0)} : index")
+        return addr, n
 
     def round_tf32_in_place(self, stage: str, chunks: list) -> None:
         """Rounds this thread's own landed chunks to TF32 (as _widen does for staged values)."""

@@ -197,14 +197,7 @@ class WgmmaMatmul(GPUMatmul):
             dst, dst_t, rows = self._tile(which)
             for row, kl in its:
                 addr, conds = self._global(plan, row, kl, k0)
-                conds += [live] if live is not None else []
-                n = t.c(v)
-                if conds:
-                    ok = conds[0]
-                    for c in conds[1:]:
-                        ok = t.op(f"arith.andi {ok}, {c} : i1")
-                    addr = t.op(f"arith.select {ok}, {addr}, {t.c(0)} : index")
-                    n = t.op(f"arith.select {ok}, {n}, {t.c(0)} : index")
+                addr, n = self.zero_fill(addr, conds + ([live] if live is not None else []), v)
                 at = t.add(t.mul(stage, rows * self.row_elems), self._swizzled(row, kl))
                 toks.append(t.op(f"nvgpu.device_async_copy {mem}[{addr}], {dst}[{at}], {v}, {n} "
                                  f"{{bypassL1}} : {self._src_t(mem)} to {dst_t}"))
@@ -294,8 +287,8 @@ class WgmmaMatmul(GPUMatmul):
             # Declared 16-byte aligned on purpose: a 1024 here lets LLVM fold the run-time
             # rounding below away, leaving correctness to the driver's placement.
             f"    memref.global \"public\" {dyn} : {dyn_t} {{alignment = 16 : i64}}",
-            f"    gpu.func @{self.name}({', '.join(args)}) kernel attributes "
-            f"{{known_block_size = array<i32: {self.threads}, 1, 1>{occupancy}}} {{"])
+            (f"    gpu.func @{self.name}({', '.join(args)}) kernel attributes "
+             f"{{known_block_size = array<i32: {self.threads}, 1, 1>{occupancy}}} {{")])
         t.emit(f"%smem0 = memref.get_global {dyn} : {dyn_t}")
         t.emit(f"%smem = memref.reinterpret_cast %smem0 to offset: [0], sizes: [{total}], "
                f"strides: [1] : {dyn_t} to {bytes_t}")
@@ -305,20 +298,7 @@ class WgmmaMatmul(GPUMatmul):
         t.emit(f"%As = memref.view %smem[{pad}][] : {bytes_t} to {self.as_t}")
         boff = t.idx("addi", pad, t.c(a_elems * self.esize))
         t.emit(f"%Bs = memref.view %smem[{boff}][] : {bytes_t} to {self.bs_t}")
-        self.bx = t.op("gpu.block_id x")
-        self.by = t.op("gpu.block_id y")
-        if self.fold_batch:
-            nx = t.c(-(-self.n // self.BN))
-            self.bz = t.idx("divui", self.bx, nx)
-            self.bx = t.idx("remui", self.bx, nx)
-        else:
-            self.bz = t.op("gpu.block_id z")
-        self.tid = t.op("gpu.thread_id x")
-        self.row0 = t.mul(self.by, BM)
-        self.col0 = t.mul(self.bx, BN)
-        self.abase = t.mul(self.bz, m * k)
-        self.bbase = t.mul(self.bz, k * n)
-        self.cbase = t.mul(self.bz, m * n)
+        self._block_coords()
         # Fragment coordinates: warpgroup wg (rows 64 wg), warp w in it, lane l.
         wg = t.idx("divui", self.tid, t.c(128))
         w = t.idx("remui", t.idx("divui", self.tid, t.c(32)), t.c(4))

@@ -50,7 +50,7 @@ def main() -> int:
         try:
             compiled = compile_case(case, target)
         except Exception as e:  # noqa: BLE001 - report every case, then fail at the end
-            print(f"FAIL {case.name}: {type(e).__name__}: {e}")
+            print(f"FAIL {case.name} ({arch}): {type(e).__name__}: {e}")
             failures += 1
             continue
         launches = [l for l in compiled._exe.launches if l.ptx is not None]
@@ -61,7 +61,8 @@ def main() -> int:
                 entry.update(ptxas_info(l.ptx, arch))
             info.append(entry)
         manifest["cases"][case.name if arch == args.arch else f"{case.name}@{arch}"] = info
-        print(f"ok   {case.name:32s} {len(launches)} kernel(s) {time.perf_counter() - t0:6.2f} s")
+        print(f"ok   {case.name:32s} {arch:7s} {len(launches)} kernel(s) "
+              f"{time.perf_counter() - t0:6.2f} s")
     with open(os.path.join(args.cache, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(args.cache) for n in ns)

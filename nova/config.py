@@ -47,8 +47,10 @@ class Config:
             raise AttributeError(name) from None
 
     def code_key(self) -> tuple:
-        """The flags that change generated code (part of jit and kernel cache keys)."""
-        return tuple((k, self._values[k]) for k in _CODE_FLAGS)
+        """The flags that change generated code (part of jit and kernel cache keys), and
+        NOVA_CUDA_ARCH (it changes the target a GPU's programs compile for)."""
+        return tuple((k, self._values[k]) for k in _CODE_FLAGS) + (
+            ("NOVA_CUDA_ARCH", os.environ.get("NOVA_CUDA_ARCH", "")),)
 
 
 config = Config()

@@ -188,9 +188,11 @@ def test_shared_tiles_are_16_byte_aligned_for_vector_accesses(compiled):
     assert vector_kernels >= 6  # GEMMs and row reductions (else this checks nothing)
 
 
-def _simulate_program(fn, specs, precision, seed=0, sm_count=None, arch="sm_90"):
+def _simulate_program(fn, specs, precision, seed=0, sm_count=None, arch="sm_90",
+                      reference_args=None):
     """(outputs of the fused program with every GPU kernel for `arch` run by the SIMT simulator,
-    outputs of the NumPy reference interpreter) for random inputs."""
+    outputs of the NumPy reference interpreter) for random inputs; `reference_args` maps the
+    inputs to the reference's (e.g. rounded as the kernels' operands are)."""
     from nova.compiler.backend_cpu import _empty, _host_fn
     from nova.compiler.codegen.cuda.compile import wrap_module
     from nova.compiler.codegen.cuda.simulate import simulate
@@ -213,7 +215,8 @@ def _simulate_program(fn, specs, precision, seed=0, sm_count=None, arch="sm_90")
             simulate(wrap_module(gk.name, em.text, arch), gk.name, em.grid, em.block, ins + outs,
                      dynamic_shared_bytes=getattr(em, "dynamic_shared_bytes", 0))
             env.update({id(v): a for v, a in zip(gk.program.outputs, outs, strict=True)})
-    return [env[id(v)] for v in prog.outputs], run_program(prog, args)
+    ref = reference_args(args) if reference_args is not None else args
+    return [env[id(v)] for v in prog.outputs], run_program(prog, ref)
 
 
 @pytest.mark.parametrize("case,precision", [(c[0], "highest") for c in CASES]

@@ -1117,3 +1117,27 @@ def test_a_gemm_with_dynamic_shared_memory_opts_in_once(fake):
     (facts,) = kernel_facts(exe)
     assert facts["gpu_schedule"] == "simt" and facts["dynamic_shared_bytes"] == 0
     assert facts["grid"] == [2, 1, 1] and facts["num_regs"] == 0  # the fake reports 0
+
+
+def test_nova_cuda_arch_retargets_a_jitted_function(fake, monkeypatch):
+    """The compile target of GPU arguments (sm_90a on the fake H200, NOVA_CUDA_ARCH=sm_90 for
+    the portable kernels) is part of jit's signature: changing it recompiles, with the reason
+    named, and the two executables run wgmma and mma.sync GEMMs with the same results."""
+    monkeypatch.delenv("NOVA_CUDA_ARCH", raising=False)
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((64, 64)).astype(f32) for _ in range(2))
+    f = nova.jit(lambda a, b: a @ b)
+    nova.config.update("matmul_precision", "tf32")
+    try:
+        first = np.asarray(f(_gpu(a), _gpu(b)))
+        targets = [f.lower(_gpu(a), _gpu(b)).compile()._exe.target]
+        monkeypatch.setenv("NOVA_CUDA_ARCH", "sm_90")
+        second = np.asarray(f(_gpu(a), _gpu(b)))
+    finally:
+        nova.config.update("matmul_precision", "highest")
+    info = f.cache_info()
+    assert info.misses == 2 and "NOVA_CUDA_ARCH" in info.miss_reasons[-1]
+    targets.append(f.lower(_gpu(a), _gpu(b)).compile()._exe.target)
+    assert targets == ["cuda:sm_90a", "cuda:sm_90"]
+    np.testing.assert_allclose(first, second, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(first, a.astype(np.float64) @ b, rtol=0, atol=2e-2)

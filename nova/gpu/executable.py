@@ -179,7 +179,7 @@ class CUDAExecutable:
         props = get_device_properties(ordinal)
         if not props.runs(self.target.split(":", 1)[1]):
             raise RuntimeError(f"this executable was compiled for {self.target}, but the GPU is "
-                               f"{props.arch}: compile with target='cuda:{props.target_arch}'")
+                               f"{props.arch}: compile with target='cuda:{props.arch}'")
         self.ordinal = ordinal
         self.stream = default_stream(ordinal)
         self.buffers: dict[int, DeviceBuffer] = {}

@@ -218,16 +218,20 @@ class FlashText:
 
     def tf32_round(self, x: str, w: int = 1) -> str:
         """float32 x (w-wide) rounded to TF32: 10 mantissa bits, ties away from zero (as
-        cvt.rna.tf32.f32; the tensor-core kernels' operand rounding). NaNs stay NaN (the
-        carry of 0x7fffffff + 0x1000 would reach the sign bit: -0.0)."""
+        cvt.rna.tf32.f32; the tensor-core kernels' operand rounding). NaNs stay NaN for the
+        tensor cores (which read the upper 19 bits): quieted, since the carry of 0x7fffffff +
+        0x1000 would reach the sign bit (-0.0) and a payload in the low 13 bits alone would
+        read as infinity."""
         it, ft = (f"vector<{w}xi32>", f"vector<{w}xf32>") if w > 1 else ("i32", "f32")
         cst = (lambda v: self.t.c(f"dense<{v}>", it)) if w > 1 else (lambda v: self.t.c(v, "i32"))
-        bits = self.op(f"arith.bitcast {x} : {ft} to {it}")
-        bits = self.op(f"arith.addi {bits}, {cst(0x1000)} : {it}")
+        raw = self.op(f"arith.bitcast {x} : {ft} to {it}")
+        bits = self.op(f"arith.addi {raw}, {cst(0x1000)} : {it}")
         bits = self.op(f"arith.andi {bits}, {cst(-0x2000)} : {it}")
         rounded = self.op(f"arith.bitcast {bits} : {it} to {ft}")
+        quiet = self.op(f"arith.ori {raw}, {cst(0x400000)} : {it}")
+        quiet = self.op(f"arith.bitcast {quiet} : {it} to {ft}")
         nan = self.op(f"arith.cmpf uno, {x}, {x} : {ft}")
-        return self.op(f"arith.select {nan}, {x}, {rounded} : "
+        return self.op(f"arith.select {nan}, {quiet}, {rounded} : "
                        f"{f'vector<{w}xi1>, ' if w > 1 else ''}{ft}")
 
     def load_tile(self, smem: str, smt: str, mem: str, mt: str, n: str, row0: str,

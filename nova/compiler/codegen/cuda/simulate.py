@@ -19,9 +19,10 @@ a leading axis of all threads), so a kernel runs one NumPy operation per MLIR op
   lands it, so a wait too few or a read too early shows; addresses must be 16-byte aligned;
 - `nvgpu.ldmatrix` distributes each warp's 8x8 matrices as the PTX ISA's ldmatrix does (rows
   from lanes 8i..8i+7, 16-byte aligned; .trans for 16-bit elements);
-- `nvgpu.mma.sync` m16n8k8 (tf32) and `nvvm.mma.sync` m16n8k16 (f16, bf16) assemble each warp's
-  fragments with the PTX ISA layout (see codegen/cuda/mma.py) and multiply in float64, adding
-  the float32 accumulator once (the hardware's accumulation order is not modelled);
+- `nvgpu.mma.sync` m16n8k8 (tf32; operands truncated to their upper 19 bits, as the tensor
+  cores read them) and `nvvm.mma.sync` m16n8k16 (f16, bf16) assemble each warp's fragments
+  with the PTX ISA layout (see codegen/cuda/mma.py) and multiply in float64, adding the
+  float32 accumulator once (the hardware's accumulation order is not modelled);
 - `nvvm.wgmma.mma_async` (sm_90a) runs per warpgroup of 128 threads, which must all be active and
   pass the same descriptors; it decodes them (K-major, 128-byte swizzle only) against simulated
   shared addresses (dynamic shared memory starts at DYNAMIC_SMEM_BASE, deliberately not
@@ -63,6 +64,12 @@ _MATH2 = {"powf": np.power, "atan2": np.arctan2}  # two operands (AdamW's b1 ** 
 # The simulated shared-window address of dynamic shared memory: 16-byte but not 1024-byte
 # aligned (wgmma swizzles by absolute address bits).
 DYNAMIC_SMEM_BASE = 0x230
+
+
+def _tf32_bits(x):
+    """float32 values as a TF32 tensor-core operand sees them: the low 13 bits dropped."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
+    return bits.view(np.float32)
 
 
 def _u(x):
@@ -224,8 +231,7 @@ class _Sim:
             raise IndexError(f"wgmma descriptor {desc:#x} reads bytes {int(phys.min())}.."
                              f"{int(phys.max())} outside every shared view")
         if ty == "tf32":  # the tensor cores read the upper 19 bits
-            bits = vals.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
-            return bits.view(np.float32).astype(np.float64)
+            return _tf32_bits(vals).astype(np.float64)
         if ty == "bf16":
             return (vals.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(
                 np.float64)
@@ -588,7 +594,9 @@ class _Sim:
         raise NotImplementedError(f"simulate: no rule for {op.operation.name}")
 
     def _mma(self, a, b, c):
-        """D = A B + C for m16n8k8 per warp, fragments in the PTX ISA layout."""
+        """D = A B + C for m16n8k8 tf32 per warp, fragments in the PTX ISA layout; the operands
+        truncated to their upper 19 bits, as the tensor cores read them."""
+        a, b = _tf32_bits(a), _tf32_bits(b)
         w = self.T // 32
         lane = np.arange(32)
         g, t = lane // 4, lane % 4

@@ -271,8 +271,12 @@ class StagingMixin:
             r = t.op(f"arith.addi {bits}, {cst(0x1000, 'i32')} : {vt('i32')}")
             r = t.op(f"arith.andi {r}, {cst(-0x2000, 'i32')} : {vt('i32')}")
             r = t.op(f"arith.bitcast {r} : {vt('i32')} to {vt('f32')}")
-            # NaNs stay NaN: 0x7fffffff + 0x1000 would carry into the sign bit (-0.0).
+            # NaNs stay NaN for the tensor cores, which read the upper 19 bits: quieted (bit
+            # 22 set), since 0x7fffffff + 0x1000 would carry into the sign bit (-0.0) and a NaN
+            # whose payload lies in the low 13 bits alone would read as infinity.
+            quiet = t.op(f"arith.ori {bits}, {cst(0x400000, 'i32')} : {vt('i32')}")
+            quiet = t.op(f"arith.bitcast {quiet} : {vt('i32')} to {vt('f32')}")
             nan = t.op(f"arith.cmpf uno, {x}, {x} : {vt('f32')}")
             sel = f"{vt('i1')}, " if v > 1 else ""
-            return t.op(f"arith.select {nan}, {x}, {r} : {sel}{vt('f32')}")
+            return t.op(f"arith.select {nan}, {quiet}, {r} : {sel}{vt('f32')}")
         return x

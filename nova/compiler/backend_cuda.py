@@ -7,7 +7,8 @@ configuration). Kernel text generation is pure Python, so a GPU machine with tha
 the same keys and loads the PTX without importing MLIR (MLIR is imported only on a cache miss).
 
 Kernels: loop kernels (elementwise, row reductions) and contractions (tensor cores for float16 and
-bfloat16, and for float32 when the matmul precision is "tf32"; SIMT otherwise); an epilogue the
+bfloat16, and for float32 when the matmul precision is "tf32": mma.sync, or wgmma on sm_90a
+(codegen/cuda/wgmma.py); SIMT otherwise); an epilogue the
 GEMM cannot evaluate becomes its own loop kernel, and a dot_general that is no GEMM over its operands' memory runs as a loop kernel
 reducing the contracting axes (both generated GPU code, as on the CPU backend). Scatters run as a
 fill and an update launch (atomics); scans one thread per scanned line; sorts by rank. Fused

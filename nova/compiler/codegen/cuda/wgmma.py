@@ -21,14 +21,15 @@ PTX ISA 8.0, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructio
   barrier; `wgmma.fence` orders register and shared accesses before the first wgmma, and
   `wgmma.commit_group` / `wgmma.wait_group 0` complete them before the accumulators are read.
 
-TF32 and the 16-bit types must be K-major in shared memory for tf32 (the transpose bits exist
-only for 16-bit types), so an operand whose memory is (k, free) is staged through registers:
-16-byte global loads along the free dimension, scalar stores into the K-major tile (lanes
-cover 8 k x 4 chunks: 2-way bank conflicts at most). K-major operands whose k is a multiple of
-the 16-byte width copy by cp.async. Either way the K loop runs over a ring of S stages (one
-barrier per slice, CUTLASS's multistage main loop, without warp specialization): slice kt is
-multiplied while slices kt + 1 .. kt + S - 1 are in flight. The ring lives in dynamic shared
-memory, aligned to 1024 bytes at run time (the kernel rounds its base up; 1 KiB extra).
+Both operands must be K-major in shared memory for tf32 (the transpose bits exist only for
+16-bit types), so every tile is K-major and staging adapts to the operand's memory (`_plans`):
+16-bit k-contiguous tiles copy by cp.async; TF32 k-contiguous tiles by 16-byte loads rounded
+to TF32 in registers and 16-byte stores; (k, free) tiles as 4-row blocks, `vec` 4-element loads
+along the free dimension transposed in registers into 16-byte stores (the 8 lanes of a
+quarter-warp store 8 chunks of one row: conflict-free); sizes no multiple of the vector widths
+element by element. The K loop runs over a ring of S stages (one barrier per slice, CUTLASS's
+multistage main loop, without warp specialization). The ring lives in dynamic shared memory,
+aligned to 1024 bytes at run time (the kernel rounds its base up; 1 KiB extra).
 
 Tiles: the largest of 128 x 256 (two warpgroups of 64 x 256, 256 threads, one block per SM),
 128 x 128 (two warpgroups of 64 x 128, two blocks per SM where no tile overhangs) and 64 x 64

@@ -20,11 +20,13 @@ import threading
 from nova.core.errors import CompilerError
 
 # Inside gpu.module: scf -> cf first (else "LLVM Translation failed ... unrealized_conversion"),
-# memref subviews/affine maps expanded, nvgpu (mma.sync) before gpu -> nvvm, vector -> llvm last.
+# memref subviews/affine maps expanded, nvgpu (mma.sync) before gpu -> nvvm, vector -> llvm,
+# then nvvm -> llvm (wgmma and fence.proxy become inline PTX there; LLVM cannot translate them).
 GPU_PIPELINE = (
     "builtin.module(gpu.module(convert-scf-to-cf,expand-strided-metadata,lower-affine,"
     "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},"
-    "convert-vector-to-llvm,convert-nvvm-to-llvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})"
+    "convert-vector-to-llvm,convert-nvvm-to-llvm,reconcile-unrealized-casts),"
+    "gpu-module-to-binary{format=isa})"
 )
 
 # The PTX ISA version each architecture needs (PTX ISA guide, "Release history"); LLVM's

@@ -363,7 +363,8 @@ def test_simulated_power_and_atan2():
 
 def _many_column_sums(g, *xs):
     """60 column sums that read a common input: sibling fusion merges them into one kernel (as
-    it merges every LayerNorm weight and bias gradient of a GPT-2 step)."""
+    it merges a LayerNorm's weight and bias gradients with the bias gradient of the projection
+    before it)."""
     return [jnp.sum(g * x, axis=0) for x in xs]
 
 

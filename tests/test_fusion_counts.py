@@ -156,6 +156,27 @@ def test_sibling_column_reductions_merge_only_without_a_dependency():
     assert len(_compiled_kernels(chained, x, y)) == 2
 
 
+def test_column_reductions_sharing_only_a_scalar_stay_apart():
+    """Column sums over different data that read a common scalar (an optimizer's step count)
+    are not merged: sharing it saves no traffic, and a merged kernel would hold the first sum's
+    data until the last one's is ready (every LayerNorm weight update of a GPT-2 step ran as one
+    kernel at the end of the backward, holding 25 cotangents)."""
+    x, y = _rng_args((40, 24), (40, 24), seed=8)
+    c = np.float32(3.0)
+
+    def with_a_step(x, y, c):
+        return jnp.sum(x * x, 0) * c, jnp.sum(jnp.sin(y) * y, 0) * c
+
+    kernels = _compiled_kernels(with_a_step, x, y, c)
+    assert [ops.count("reduce_sum") for _, ops, _ in kernels] == [1, 1]
+
+    def sharing_data_too(x, y, c):  # x is read by both: one pass computes both sums
+        return jnp.sum(x * x, 0) * c, jnp.sum(x * y, 0) * c
+
+    kernels = _compiled_kernels(sharing_data_too, x, y, c)
+    assert [ops.count("reduce_sum") for _, ops, _ in kernels] == [2]
+
+
 def test_zero_safe_masks_of_constant_partials_are_removed_and_kept_for_data():
     x, y = _rng_args((16, 32), (16, 32), seed=9)
     # d(3x)/dx is the constant 3: no isnan/isinf mask survives the passes.

@@ -2,13 +2,15 @@
 
 A reduction (or an elementwise value) read by several kernels is computed inside one consumer
 row kernel and stored for the others, when that creates no cycle between kernels; loop kernels
-reducing the same axes of the same shape that read a common input merge into one multi-output
-kernel (layer norm backward: dgamma and dbeta in one pass).
+reducing the same axes of the same shape that read a common bulk input merge into one
+multi-output kernel (layer norm backward: dgamma and dbeta in one pass).
 """
 
 from __future__ import annotations
 
-from nova.compiler.fusion_rules import Group, can_join, loop_class
+import numpy as np
+
+from nova.compiler.fusion_rules import PER_ROW_RATIO, Group, can_join, loop_class
 from nova.core.ir import Eqn
 from nova.core.primitive import FusionKind
 
@@ -97,13 +99,19 @@ def shared_target(i: int, e: Eqn, cls: str, users: list, eqns, prod_index, group
 
 def merge_siblings(groups: list, eqns, prod_index, consumers, clones) -> list:
     """Merges loop groups that reduce the same axes of the same iteration shape and read a common
-    input, when neither depends on the other: one pass over the shared data computes all their
-    reductions (layer norm's dgamma and dbeta column sums). Returns the new group list."""
+    bulk input (one more than 1/PER_ROW_RATIO the size of the iteration space), when neither
+    depends on the other: one pass over the shared data computes all their reductions (layer
+    norm's dgamma and dbeta column sums). Sharing only a scalar or a per-row value (an
+    optimizer's step count, a learning rate) saves no traffic: such groups stay apart, so each
+    runs when its own inputs are ready and they die there (merged, every LayerNorm weight
+    gradient of a GPT-2 step waited for the last one and held the 25 cotangents it reads).
+    Returns the new group list."""
 
     def inputs_of(g, cloned) -> set:
         members = set(g.eqns) | set(cloned.get(id(g), ()))
+        space = int(np.prod(g.iter_shape, dtype=np.int64))
         return {id(v) for k in members for v in eqns[k].inputs
-                if prod_index.get(id(v)) not in members}
+                if prod_index.get(id(v)) not in members and v.type.size * PER_ROW_RATIO > space}
 
     def downstream(a, successors) -> set:
         """The ids of the groups that read, through any chain of kernels, a value a computes."""

@@ -118,9 +118,8 @@ class ColumnReductionMixin:
     def _group_slots(self, vals: list) -> list:
         """(name, memref type, element type) of a GROUPS x LANES shared buffer for each value.
         The reductions of a kernel take turns with the same buffers (one per element type and
-        position): sibling fusion may merge dozens of column reductions into one kernel (every
-        LayerNorm weight and bias gradient of GPT-2 124M: 50), and a buffer each would pass the
-        48 KiB of shared memory a block may use."""
+        position): sibling fusion may merge dozens of column reductions over the same data into
+        one kernel, and a buffer each would pass the 48 KiB of shared memory a block may use."""
         pool = getattr(self, "_column_slots", None)
         if pool is None:
             pool = self._column_slots = {}

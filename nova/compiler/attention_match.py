@@ -79,17 +79,34 @@ class Graph:
         return e if e is not None and e.prim.name in names else None
 
     def const_value(self, v: Var):
-        """The value of a constant-derived v (evaluated with the reference), or None."""
-        if not self.is_const(v) or v.type.size > _CONST_EVAL_LIMIT:
+        """The value of a constant-derived v (evaluated with the reference), or None. A
+        broadcast is a read-only view of its operand's value (zero strides, nothing copied), so
+        a constant of any size that broadcasts one of at most _CONST_EVAL_LIMIT elements has a
+        value: the zero cotangent of a (8, 12, 1024, 1024) causal mask's `select` is a
+        broadcast scalar. Other values over the limit are None."""
+        if id(v) in self.consts:
+            return self.consts[id(v)]
+        if not self.is_const(v):
             return None
-        if id(v) not in self.consts:
-            e = self.prod[id(v)]
-            ins = [self.const_value(u) for u in e.inputs]
-            if any(x is None for x in ins):
+        e = self.prod[id(v)]
+        if e.prim.name == "broadcast_in_dim":
+            src = self.const_value(e.inputs[0])
+            if src is None:
                 return None
-            outs = _reference_eval(e.prim, ins, e.params, [o.type for o in e.outputs])
-            for o, val in zip(e.outputs, outs, strict=True):
-                self.consts[id(o)] = val
+            shape = [1] * v.type.ndim
+            for i, d in enumerate(e.params["broadcast_dimensions"]):
+                shape[d] = src.shape[i]
+            val = np.broadcast_to(np.asarray(src).reshape(shape), v.type.shape)
+            self.consts[id(v)] = val
+            return val
+        if v.type.size > _CONST_EVAL_LIMIT:
+            return None
+        ins = [self.const_value(u) for u in e.inputs]
+        if any(x is None for x in ins):
+            return None
+        outs = _reference_eval(e.prim, ins, e.params, [o.type for o in e.outputs])
+        for o, val in zip(e.outputs, outs, strict=True):
+            self.consts[id(o)] = val
         return self.consts[id(v)]
 
     def is_const(self, v: Var, depth: int = 0) -> bool:

@@ -14,6 +14,7 @@ from nova.compiler.attention_match import (
     dot_out_labels,
     operand_labels,
 )
+from nova.compiler.rewrite import distinct_part
 from nova.core.ir import Eqn, Var
 from nova.core.primitive import FusionKind, IndexMap
 
@@ -160,7 +161,7 @@ def _linear_in_dp(g, m, bwd, order: list) -> bool:
 
     def is_zero(v) -> bool:
         c = g.const_value(v)
-        return c is not None and not c.any()
+        return c is not None and not distinct_part(c).any()
 
     exit_kind = {id(v): kind for kind, (v, _) in bwd.exits.items()}
     for e in order:

@@ -433,6 +433,38 @@ def test_memory_plan_reuses_buffers_and_works_in_place():
         assert_close(e([x])[0], run_program(prog, [x])[0], rtol=1e-5)
 
 
+def _layer_norm(x, g, b):
+    mu = jnp.mean(x, -1, keepdims=True)
+    return (x - mu) / jnp.sqrt(jnp.mean((x - mu) ** 2, -1, keepdims=True) + 1e-5) * g + b
+
+
+@pytest.mark.parametrize("name,fn,row_aliased", [
+    # every pass over a row reads x at the index it computes: the output takes x's buffer
+    ("layer_norm", lambda h, g, b: _layer_norm(h, g, b), True),
+    ("log_softmax", lambda h, g, b: h - jnp.max(h, -1, keepdims=True) * g, True),
+    # the output holds exp(h - max) during the sum pass and the last pass reads h too: a stash
+    ("softmax_times_h", lambda h, g, b: _softmax(h) * h + b, False),
+    # the last pass reads the row at other positions
+    ("flipped_row", lambda h, g, b: jnp.flip(h, 1) - jnp.max(h, -1, keepdims=True), False),
+])
+def test_row_kernels_write_over_a_dying_input_only_when_safe(name, fn, row_aliased):
+    """A row kernel may store its full-shape output over an input that dies there (the matmul
+    result h) when every pass reads it at the index it computes (plan_memory.inplace_safe and
+    the emitter's schedule["rows_in_place"]); results equal the reference either way."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((48, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 256)).astype(np.float32) * 0.2
+    g, b = (rng.standard_normal(256).astype(np.float32) for _ in range(2))
+    p = run_passes(nova.make_program(lambda x, w, g, b: fn(x @ w, g, b) @ w.T)(x, w, g, b))
+    exe = compile_program(p)
+    _check_plan_no_overlap(exe)
+    rows = [l for l in exe.launches if l.kernel is not None and l.kernel.schedule.get("red_axes")]
+    assert len(rows) == 1
+    assert (rows[0].outputs[0] in exe.plan.aliases) == row_aliased
+    got, want = exe([x, w, g, b])[0], run_program(p, [x, w, g, b])[0]
+    assert_close(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
 def test_donated_inputs_are_reused_in_place():
     from nova.compiler.plan_memory import inplace_safe
 

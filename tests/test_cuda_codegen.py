@@ -189,10 +189,14 @@ def test_shared_tiles_are_16_byte_aligned_for_vector_accesses(compiled):
 
 
 def _simulate_program(fn, specs, precision, seed=0, sm_count=None, arch="sm_90",
-                      reference_args=None):
+                      reference_args=None, in_place=None):
     """(outputs of the fused program with every GPU kernel for `arch` run by the SIMT simulator,
     outputs of the NumPy reference interpreter) for random inputs; `reference_args` maps the
-    inputs to the reference's (e.g. rounded as the kernels' operands are)."""
+    inputs to the reference's (e.g. rounded as the kernels' operands are). in_place: a list
+    that collects (kernel name, reduced axes, input position, output position) for every output
+    the kernel then writes over a copy of an input it reads, wherever plan_memory.inplace_safe
+    allows."""
+    from nova.compiler.plan_memory import inplace_safe
     from nova.compiler.backend_cpu import _empty, _host_fn
     from nova.compiler.codegen.cuda.compile import wrap_module
     from nova.compiler.codegen.cuda.simulate import simulate
@@ -212,6 +216,15 @@ def _simulate_program(fn, specs, precision, seed=0, sm_count=None, arch="sm_90",
             # A scatter's fill and atomic-add launches write one buffer.
             outs = [env[id(v)] if id(v) in env else np.zeros(v.type.shape, v.type.dtype)
                     for v in gk.program.outputs]
+            if in_place is not None:
+                taken = set()
+                for j in range(len(outs)):
+                    for i in range(len(ins)):
+                        if i not in taken and inplace_safe(gk, i, j):
+                            ins[i] = outs[j] = ins[i].copy()  # one buffer, read then written
+                            taken.add(i)
+                            in_place.append((gk.name, gk.schedule.get("red_axes"), i, j))
+                            break
             simulate(wrap_module(gk.name, em.text, arch), gk.name, em.grid, em.block, ins + outs,
                      dynamic_shared_bytes=getattr(em, "dynamic_shared_bytes", 0))
             env.update({id(v): a for v, a in zip(gk.program.outputs, outs, strict=True)})
@@ -359,6 +372,37 @@ def test_simulated_power_and_atan2():
     got, want = _simulate_program(fn, [S((8, 64), f32), S((8, 64), f32)], "highest")
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["softmax", "softmax_resident", "layer_norm_resident",
+                                  "layer_norm_fwd_bwd", "cross_entropy_fwd_bwd", "odd_softmax",
+                                  "flip_in_row", "other_rows_max"])
+def test_row_kernels_written_in_place_match_reference(case):
+    """Row kernels store their full-shape outputs after every phase over the row, so an output
+    may take the buffer of an input it reads (plan_memory.inplace_safe): run by the simulator
+    with each such output and input sharing one buffer, the results stay the reference's. A
+    row kernel reading its input at other positions of the row (a flip) or another row's value
+    must not be written in place."""
+    extra = {
+        "odd_softmax": (lambda x: F.softmax(x, axis=-1), [S((3, 257), f32)]),
+        # rows longer than the block's threads hold: a thread's later chunks of the last pass
+        # read elements the block stored in earlier ones
+        "flip_in_row": (lambda x: jnp.flip(x, 1) - jnp.max(x, 1, keepdims=True),
+                        [S((2, 8192), f32)]),
+        "other_rows_max": (lambda x: x - jnp.flip(jnp.max(x, 1, keepdims=True), 0),
+                           [S((8, 96), f32)]),
+    }
+    fn, specs = extra.get(case) or {c[0]: (c[1], c[2]) for c in CASES}[case]
+    aliased = []
+    got, want = _simulate_program(fn, specs, "highest", in_place=aliased)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
+                                   rtol=1e-5, atol=1e-5)
+    rows = [a for a in aliased if a[1]]
+    if case in ("flip_in_row", "other_rows_max"):
+        assert not rows  # (other_rows_max: its elementwise kernel x - flip(max) may be)
+    else:
+        assert rows, "no row kernel output was allowed over an input"
 
 
 def _many_column_sums(g, *xs):

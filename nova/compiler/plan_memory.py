@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from nova.compiler.fusion_rules import is_reduction, reduced_axes
+
 ALIGN = 64
 
 
@@ -39,29 +41,68 @@ def _align(n: int) -> int:
 def inplace_safe(gk, in_pos: int, out_pos: int) -> bool:
     """Can output `out_pos` of codegen kernel `gk` be written over input `in_pos`?
 
-    True for loop kernels without reductions whose iteration shape is both values' shape, where
-    everything computed from the input is elementwise (so element i of the input is read at
-    index i only, in the same iteration, before element i of the output is stored).
+    True for loop kernels whose iteration shape is both values' shape, where everything
+    computed from the input is elementwise (so element i of the input is read at index i only,
+    in the same iteration, before element i of the output is stored). Also for row kernels
+    whose emitter set `schedule["rows_in_place"]`: each row is computed by one block (GPU) or
+    one thread (CPU), which finishes every reduction phase over the row before the last pass
+    stores the full-shape outputs, and nothing is stored into an output before that pass.
+    There the input may also reach the output through reductions over the kernel's reduced
+    axes and the row values computed from them (elementwise at the row shape, reshaped
+    between keep-dims and not, broadcast back along the reduced axes): a cross-entropy's
+    gradient takes its logits' buffer (the GPT-2 124M step's largest buffer, 1.65 GB).
     """
-    if gk.kind != "loop" or gk.schedule.get("red_axes"):
+    if gk.kind != "loop":
+        return False
+    shape = tuple(gk.schedule.get("iter_shape", ()))
+    red = tuple(gk.schedule.get("red_axes") or ())
+    if red and not gk.schedule.get("rows_in_place"):
         return False
     v = gk.program.inputs[in_pos]
     o = gk.program.outputs[out_pos]
-    shape = tuple(gk.schedule.get("iter_shape", ()))
     if v.type.shape != shape or o.type.shape != shape or v.type.nbytes != o.type.nbytes:
         return False
     if any(o is x for x in gk.program.inputs):
         return False
+    kept = [i for i in range(len(shape)) if i not in red]
+    rows = tuple(shape[i] for i in kept)  # a row value's shape, and with the reduced axes as 1
+    rows_kept = tuple(1 if i in red else d for i, d in enumerate(shape))
+    full, per_row = {id(v)}, set()  # values depending on the input: per element, per row
+
+    def row_shaped(t) -> bool:
+        return t.shape in (rows, rows_kept)
+
     # Every equation that depends on the input, directly or through others, must be elementwise
-    # at the iteration shape: then output element i depends on input element i only. (A flip,
-    # transpose or gather of an elementwise result reads other elements of the input.)
-    dependent = {id(v)}
+    # at the iteration shape (then output element i depends on input element i only; a flip,
+    # transpose or gather of an elementwise result reads other elements of the input) or, in a
+    # row kernel, one of the per-row steps above.
     for e in gk.program.eqns:
-        if any(id(u) in dependent for u in e.inputs):
-            kernel = type(e.prim.kernel).__name__
-            if kernel != "Elementwise" or any(o.type.shape != shape for o in e.outputs):
+        ins_full = [u for u in e.inputs if id(u) in full]
+        ins_row = [u for u in e.inputs if id(u) in per_row]
+        if not ins_full and not ins_row:
+            continue
+        outs = e.outputs
+        elementwise = type(e.prim.kernel).__name__ == "Elementwise"
+        if elementwise and all(q.type.shape == shape for q in outs):
+            full.update(id(q) for q in outs)
+        elif ins_full:
+            if not (red and is_reduction(e) and tuple(sorted(reduced_axes(e))) == red
+                    and all(row_shaped(q.type) for q in outs)):
                 return False
-            dependent.update(id(o) for o in e.outputs)
+            per_row.update(id(q) for q in outs)
+        elif elementwise or e.prim.name == "reshape":
+            if not all(row_shaped(q.type) for q in outs):
+                return False
+            per_row.update(id(q) for q in outs)
+        elif e.prim.name == "broadcast_in_dim" and outs[0].type.shape == shape:
+            (src,) = e.inputs
+            dims = tuple(e.params["broadcast_dimensions"])
+            if not ((src.type.shape == rows and dims == tuple(kept))
+                    or (src.type.shape == rows_kept and dims == tuple(range(len(shape))))):
+                return False
+            full.add(id(outs[0]))
+        else:
+            return False
     return True
 
 

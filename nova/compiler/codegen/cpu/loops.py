@@ -312,6 +312,9 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         if self.stash is not None:
             # The stash goes through the output and is read back: its lines must stay cached.
             self.nontemporal = False
+        # A row kernel that stores into no output before its last pass (a stash does) may write
+        # an output over an input (plan_memory.inplace_safe): one thread computes each row.
+        self.k.schedule["rows_in_place"] = bool(A) and not self.col and self.stash is None
         self.row_cache = self._choose_row_cache(levels, ROW_CACHE_MAX_ELEMENTS)
         self._hoist_scalars()
         self.k.schedule["row_major_partials"] = self._column_partials_ok(levels, threads)

@@ -193,6 +193,10 @@ class GPULoopEmitter(BlockReduceMixin, ColumnReductionMixin, LoopKernelEmitter):
         block, per = self._row_block(chunks)
         self.block, self.grid = (block, 1, 1), (max(rows, 1), 1, 1)
         self.nwarps = block // WARP
+        # One block per row, every phase ends in a block-wide reduction (a barrier), and the
+        # full-shape outputs are stored after the last: an output may take an input's buffer
+        # (plan_memory.inplace_safe).
+        self.k.schedule["rows_in_place"] = True
         row = b.op("gpu.block_id x", "index", 0)
         self.tid = b.op("gpu.thread_id x", "index", 0)
         ivs = dict(zip(kept, self._unflatten(row, [S[i] for i in kept]), strict=True))

@@ -15,12 +15,16 @@ _DEFAULTS = {
     # Verify the Program after every pass (the test suite turns this on; otherwise the Program
     # is verified once, after the last pass, before anything reaches code generation).
     "verify_passes": os.environ.get("NOVA_VERIFY_PASSES") == "1",
+    # Recompute cheap forward values in the backward instead of keeping them (compiler/remat.py):
+    # "auto" on CUDA targets only, True on every target, False nowhere.
+    "rematerialize": "auto",
 }
-_CODE_FLAGS = ("matmul_precision", "backend")
+_CODE_FLAGS = ("matmul_precision", "backend", "rematerialize")
 _ALLOWED = {
     "matmul_precision": ("highest", "tf32"),
     "backend": ("interpreter", "compiled"),
     "verify_passes": (True, False),
+    "rematerialize": ("auto", True, False),
 }
 
 

@@ -95,7 +95,8 @@ def test_reverse_mode_program_shrinks():
 
 
 def test_pipeline_is_a_literal_list_and_dumps(tmp_path, monkeypatch):
-    assert [n for n, _ in PASSES][-1] == "dce"
+    # remat last: a cse after it would merge its recomputations back
+    assert [n for n, _ in PASSES][-2:] == ["dce", "remat"]
     monkeypatch.setenv("NOVA_DUMP_DIR", str(tmp_path))
     p = nova.make_program(lambda x: jnp.exp(x) + 0.0)(np.ones(3, np.float32))
     run_passes(p, tag="t")

@@ -20,6 +20,8 @@ one of them and stored for the others (nova/compiler/fusion_sharing.py).
 
 from __future__ import annotations
 
+import heapq
+
 from nova.compiler.fusion_rules import (  # noqa: F401 - ARG_REDUCTIONS, is_reduction re-exported
     ARG_REDUCTIONS,
     MAX_CLONES,
@@ -221,24 +223,49 @@ def _make_kernel(g: Group, eqns, prod, outputs, consumers, clones, index_of) -> 
                 outs.append(o)
     sub = Program(list(inputs), body, outs)
     k = Kernel(g.kind, sub, list(inputs), outs)
+    k.schedule_position = min(g.eqns)  # its first own equation (not a recomputed clone)
     if g.kind in _INLINE_KINDS:
         k.schedule = {"iter_shape": g.iter_shape, "red_axes": g.red_axes}
     return k
 
 
 def _order(kernels: list, program: Program) -> list:
-    """Kernels in an order where every input is computed before use (program order of outputs)."""
-    ready = {id(v) for v in program.inputs}
-    pending = list(kernels)
-    ordered = []
-    while pending:
-        progressed = False
-        for k in list(pending):
-            if all(id(v) in ready for v in k.inputs):
-                ordered.append(k)
-                ready.update(id(o) for o in k.outputs)
-                pending.remove(k)
-                progressed = True
-        if not progressed:
+    """Kernels in an order where every input is computed before use (list scheduling on
+    program order): of the kernels whose inputs are ready, the one needed first runs first. A
+    kernel is needed at its first own equation's place in the program, or earlier where a
+    kernel needed earlier reads its result (a kernel joining a backward equation with an
+    optimizer update needs the update's step-count scalars at the backward's place).
+
+    Running whatever was ready at once hoisted kernels that need only forward values (the
+    backward's recomputations, remat.py, for every layer) to the start of the backward, where
+    their results then lived across it."""
+    produced_by = {id(o): n for n, k in enumerate(kernels) for o in k.outputs}
+    preds = [sorted({produced_by[id(v)] for v in k.inputs if id(v) in produced_by} - {n})
+             for n, k in enumerate(kernels)]
+    succs: list[list] = [[] for _ in kernels]
+    for n, ps in enumerate(preds):
+        for p in ps:
+            succs[p].append(n)
+
+    def schedule(priority) -> list:
+        missing = [len(ps) for ps in preds]
+        heap = [(priority[n], n) for n in range(len(kernels)) if not missing[n]]
+        heapq.heapify(heap)
+        order = []
+        while heap:
+            _, n = heapq.heappop(heap)
+            order.append(n)
+            for m in succs[n]:
+                missing[m] -= 1
+                if not missing[m]:
+                    heapq.heappush(heap, (priority[m], m))
+        if len(order) != len(kernels):
             raise AssertionError("fusion produced a cyclic kernel graph")
-    return ordered
+        return order
+
+    own = [(k.schedule_position, n) for n, k in enumerate(kernels)]
+    needed = list(own)
+    for n in reversed(schedule(own)):  # consumers before producers
+        for m in succs[n]:
+            needed[n] = min(needed[n], needed[m])
+    return [kernels[n] for n in schedule([(needed[n], own[n]) for n in range(len(kernels))])]

@@ -25,6 +25,9 @@ class Kernel:
     inputs: list  # outer Vars, in the order of program.inputs
     outputs: list  # outer Vars, in the order of program.outputs
     schedule: dict = field(default_factory=dict)
+    # Where the kernel's first own equation sits in the fused Program: fuse orders the ready
+    # kernels by it.
+    schedule_position: int = 0
 
     def body_text(self) -> str:
         # Printed once per kernel (codegen and the caches ask for the name several times): the

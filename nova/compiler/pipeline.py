@@ -15,6 +15,7 @@ from nova.compiler.attention import fuse_attention
 from nova.compiler.canonicalize import canonicalize, canonicalize_keeping_stop_gradient
 from nova.compiler.cse import cse
 from nova.compiler.dce import dce
+from nova.compiler.remat import rematerialize
 from nova.compiler.simplify import simplify
 from nova.core.ir import Program, verify_program
 
@@ -34,6 +35,7 @@ PASSES = [
     ("attention", fuse_attention),
     ("canonicalize", canonicalize),
     ("dce", dce),
+    ("remat", rematerialize),  # last: a cse after it would merge its clones back
 ]
 
 
@@ -50,12 +52,19 @@ def target_options(target: str | None) -> dict | None:
     """run_passes options for a compile target ("cuda:sm_90", ...; None: the host CPU). CUDA
     targets fuse only the attentions their flash kernels cover (dtype, head dims; the others
     stay matmuls and softmax). Transposes feeding a matmul fold into it on both targets (the
-    GEMMs read either layout in place; on CUDA each tile keeps its operand's memory order)."""
-    if target is None or not target.startswith("cuda"):
-        return None
+    GEMMs read either layout in place; on CUDA each tile keeps its operand's memory order).
+    Rematerialization (remat.py) runs where config `rematerialize` says: "auto" (the default)
+    on CUDA targets, True everywhere, False nowhere."""
+    from nova.config import config
+
+    mode = config.read("rematerialize")
+    on_gpu = target is not None and target.startswith("cuda")
+    remat = {"remat": {"enabled": True}} if mode is True or (mode == "auto" and on_gpu) else {}
+    if not on_gpu:
+        return remat or None
     from nova.compiler.codegen.cuda.attention import supports
 
-    return {"attention": {"supports": supports}}
+    return {"attention": {"supports": supports}, **remat}
 
 
 def run_passes(program: Program, *, verify: bool | None = None,

@@ -59,14 +59,15 @@ def saved_values(program: Program) -> tuple[int, list]:
     return boundary, list(saved.values())
 
 
-def rematerialize(program: Program, enabled: bool = False, min_bytes: int = MIN_BYTES,
+def rematerialize(program: Program, enabled: bool = False, min_bytes: int | None = None,
                   max_cone: int = MAX_CONE) -> Program:
     """The program with the backward's reads of cheaply recomputable forward values replaced by
     clones (see the module docstring); unchanged when `enabled` is false or nothing qualifies.
-    min_bytes: the smallest saved value considered; max_cone: the most equations one clone may
-    hold."""
+    min_bytes: the smallest saved value considered (default MIN_BYTES, read at the call);
+    max_cone: the most equations one clone may hold."""
     if not enabled:
         return program
+    min_bytes = MIN_BYTES if min_bytes is None else min_bytes
     eqns = program.eqns
     boundary, saved = saved_values(program)
     if not saved:

@@ -465,6 +465,32 @@ def test_row_kernels_write_over_a_dying_input_only_when_safe(name, fn, row_alias
     assert_close(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
+@pytest.mark.parametrize("kind", ["rows", "elementwise"])
+def test_an_output_over_a_donated_input_leaves_it_for_the_other_outputs(kind):
+    """Output 0 takes the donated z's buffer without reading z at its own index; output 1 reads
+    z there. Every output is computed before the first store, so output 1 sees z (it read
+    output 0's values instead: found by review, the elementwise case since the in-place
+    rule's start)."""
+
+    def rows(z, w):
+        o1 = w - jnp.max(w, -1, keepdims=True)
+        return o1, jnp.sin(z) * o1 + jnp.max(z, -1, keepdims=True)
+
+    def elementwise(z, w):
+        o1 = w * 2.0
+        return o1, jnp.sin(z) + o1
+
+    f = {"rows": rows, "elementwise": elementwise}[kind]
+    rng = np.random.default_rng(0)
+    z, w = (rng.standard_normal((64, 128)).astype(np.float32) for _ in range(2))
+    want = [np.asarray(t) for t in nova.jit(f)(z, w)]
+    donated = nova.jit(f, donate_argnums=(0,))
+    assert donated.lower(z, w).compile()._exe.plan.aliases, "nothing was written in place"
+    got = [np.asarray(t) for t in donated(jnp.asarray(z.copy()), jnp.asarray(w))]
+    for g, x in zip(got, want, strict=True):
+        assert_close(g, x, rtol=1e-6, atol=1e-6)
+
+
 def test_donated_inputs_are_reused_in_place():
     from nova.compiler.plan_memory import inplace_safe
 

@@ -374,9 +374,15 @@ def test_simulated_power_and_atan2():
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
 
 
+def _two_outputs(z, w, x):
+    o1 = w - jnp.max(z, -1, keepdims=True)
+    return o1, x * o1 + z
+
+
 @pytest.mark.parametrize("case", ["softmax", "softmax_resident", "layer_norm_resident",
                                   "layer_norm_fwd_bwd", "cross_entropy_fwd_bwd", "odd_softmax",
-                                  "flip_in_row", "other_rows_max"])
+                                  "flip_in_row", "other_rows_max", "two_outputs_resident",
+                                  "two_outputs_strided"])
 def test_row_kernels_written_in_place_match_reference(case):
     """Row kernels store their full-shape outputs after every phase over the row, so an output
     may take the buffer of an input it reads (plan_memory.inplace_safe): run by the simulator
@@ -391,6 +397,10 @@ def test_row_kernels_written_in_place_match_reference(case):
                         [S((2, 8192), f32)]),
         "other_rows_max": (lambda x: x - jnp.flip(jnp.max(x, 1, keepdims=True), 0),
                            [S((8, 96), f32)]),
+        # o1 over z reads z only through its row maximum; o2 reads z itself after o1 is
+        # stored, unless every output is computed before the first store (found by review)
+        "two_outputs_resident": (_two_outputs, [S((8, 96), f32)] * 3),
+        "two_outputs_strided": (_two_outputs, [S((2, 8192), f32)] * 3),
     }
     fn, specs = extra.get(case) or {c[0]: (c[1], c[2]) for c in CASES}[case]
     aliased = []

@@ -541,10 +541,14 @@ class LoopKernelEmitter(MovementMixin, RowReductionMixin):
         b.forget_constants()
 
     def _store_outputs(self, outs, ivs, shape, row=False):
+        """Stores every output at ivs. All values are computed before the first store: an
+        output may take an input's buffer (plan_memory.inplace_safe), and a later output that
+        reads the input at this index must see the input (found by review: o1 = w - max(z)
+        written over z, then o2 = sin(z) * o1 read o1 as z)."""
         b = self.b
         idx = tuple(ivs[i] for i in range(len(shape)))
-        for name, v in outs:
-            val = self.value(v, idx)
+        vals = [self.value(v, idx) for _, v in outs]
+        for (name, v), val in zip(outs, vals, strict=True):
             t = v.type
             el = mem_elem(t.dtype)
             if t.dtype == dtypes.bool_:

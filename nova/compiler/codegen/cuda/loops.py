@@ -86,10 +86,12 @@ class GPULoopEmitter(BlockReduceMixin, ColumnReductionMixin, LoopKernelEmitter):
         return val
 
     def _store_outputs(self, outs, ivs, shape, row=False):
+        """Stores every output at ivs, all values computed before the first store (an output
+        may take an input's buffer: see the CPU emitter's _store_outputs)."""
         b = self.b
         idx = tuple(ivs[i] for i in range(len(shape)))
-        for name, v in outs:
-            val = self.value(v, idx)
+        vals = [self.value(v, idx) for _, v in outs]
+        for (name, v), val in zip(outs, vals, strict=True):
             t = v.type
             if t.dtype == dtypes.bool_ and val.dtype == dtypes.bool_:
                 val = b.cast(val, dtypes.uint8)

@@ -305,6 +305,12 @@ def _const_matrix(g: Graph, v: Var, qa: int, ka: int):
         for i, d in enumerate(dims):
             shape[d] = val.shape[i]
         full = np.broadcast_to(val.reshape(shape), v.type.shape)
+    # Batch axes along which the value is a broadcast (zero strides) cannot vary: one index of
+    # each is enough, so the check below never materializes the logits' shape (a batch-64
+    # causal mask: 0.9 GB of booleans, found by review).
+    full = np.asarray(full)
+    full = full[tuple(slice(0, 1) if i not in (qa, ka) and full.strides[i] == 0
+                      else slice(None) for i in range(full.ndim))]
     sub = np.moveaxis(full, (qa, ka), (-2, -1))
     first = sub.reshape((-1,) + sub.shape[-2:])[0]
     if not np.all(sub == first):

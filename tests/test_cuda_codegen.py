@@ -196,10 +196,10 @@ def _simulate_program(fn, specs, precision, seed=0, sm_count=None, arch="sm_90",
     that collects (kernel name, reduced axes, input position, output position) for every output
     the kernel then writes over a copy of an input it reads, wherever plan_memory.inplace_safe
     allows."""
-    from nova.compiler.plan_memory import inplace_safe
     from nova.compiler.backend_cpu import _empty, _host_fn
     from nova.compiler.codegen.cuda.compile import wrap_module
     from nova.compiler.codegen.cuda.simulate import simulate
+    from nova.compiler.plan_memory import inplace_safe
     from nova.core.interpreter import run_program
 
     rng = np.random.default_rng(seed)

@@ -3,11 +3,11 @@ there from values it keeps anyway. The rewritten program computes the same value
 bytes across the forward/backward boundary, runs each recomputation right before its reader,
 and never recomputes through a contraction."""
 
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
 import nova
-import nova.numpy as jnp
 from nova.compiler.backend_cpu import compile_program
 from nova.compiler.fuse import fuse
 from nova.compiler.pipeline import run_passes, target_options
@@ -75,7 +75,7 @@ def test_the_gelu_output_is_recomputed_from_the_kept_pre_activation():
     args = _args()
     before = _program(_block_loss, args)
     after = rematerialize(before, enabled=True, min_bytes=0)
-    shapes = lambda p: sorted(v.type.shape for v in saved_values(p)[1])  # noqa: E731
+    shapes = lambda p: sorted(v.type.shape for v in saved_values(p)[1])
     # kept before: the layer norm output and the GELU output (64 x 256) among others
     assert shapes(before).count((64, 256)) > shapes(after).count((64, 256))
     assert shapes(before).count((64, 96)) > shapes(after).count((64, 96))
@@ -150,7 +150,7 @@ def test_a_jitted_training_step_with_remat_plans_less_memory_and_matches():
     lowered = nova.jit(step).lower(*args)
     assert lowered.program is not None
     remat = lowered.compile()
-    peak = lambda c: c.memory_analysis()["planned_peak_bytes"]  # noqa: E731
+    peak = lambda c: c.memory_analysis()["planned_peak_bytes"]
     # three GELU outputs (4 MiB each) and three layer norm outputs (1 MiB each) recomputed
     assert peak(remat) <= peak(plain) - 3 * 4 * 2**20, (peak(remat), peak(plain))
     got = remat(*args)

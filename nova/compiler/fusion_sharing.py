@@ -113,6 +113,14 @@ def merge_siblings(groups: list, eqns, prod_index, consumers, clones) -> list:
         return {id(v) for k in members for v in eqns[k].inputs
                 if prod_index.get(id(v)) not in members and v.type.size * PER_ROW_RATIO > space}
 
+    boundary = next((i for i, e in enumerate(eqns) if e.stage == "bwd"), len(eqns))
+
+    def across(a, b) -> bool:
+        """a lies wholly in the forward and b wholly in the backward: merged, b (a backward
+        recomputation of a reduction, remat.py) would run in the forward and its result live
+        across the backward (found by review)."""
+        return max(a.eqns) < boundary <= min(b.eqns)
+
     def downstream(a, successors) -> set:
         """The ids of the groups that read, through any chain of kernels, a value a computes."""
         stack, seen = [a], set()
@@ -157,7 +165,7 @@ def merge_siblings(groups: list, eqns, prod_index, consumers, clones) -> list:
             while y < len(alive):
                 b = alive[y]
                 if not ins[id(a)] & ins[id(b)] or id(b) in reach[id(a)] or \
-                        id(a) in reach[id(b)]:
+                        id(a) in reach[id(b)] or across(a, b) or across(b, a):
                     y += 1
                     continue
                 # Merge b into a; whatever reached either now reaches a and what follows both.

@@ -30,6 +30,11 @@ INLINE_TEMPLATES = ("concatenate", "pad", "gather")
 ARG_REDUCTIONS = ("argmax", "argmin")
 
 
+def backward_start(eqns) -> int:
+    """Index of the first equation reverse mode appended (stage "bwd"); len(eqns) if none."""
+    return next((i for i, e in enumerate(eqns) if e.stage == "bwd"), len(eqns))
+
+
 def is_reduction(e) -> bool:
     """A reduction phase of a loop kernel: a Reduction hook or argmax/argmin."""
     return isinstance(e.prim.kernel, Reduction) or e.prim.name in ARG_REDUCTIONS

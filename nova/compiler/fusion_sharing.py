@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from nova.compiler.fusion_rules import PER_ROW_RATIO, Group, can_join, loop_class
+from nova.compiler.fusion_rules import (
+    PER_ROW_RATIO,
+    Group,
+    backward_start,
+    can_join,
+    loop_class,
+)
 from nova.core.ir import Eqn
 from nova.core.primitive import FusionKind
 
@@ -99,7 +105,7 @@ def shared_target(i: int, e: Eqn, cls: str, users: list, eqns, prod_index, group
 
 def merge_siblings(groups: list, eqns, prod_index, consumers, clones) -> list:
     """Merges loop groups that reduce the same axes of the same iteration shape and read a common
-    bulk input (one more than 1/PER_ROW_RATIO the size of the iteration space), when neither
+    bulk input (one of more than 1/PER_ROW_RATIO the size of the iteration space), when neither
     depends on the other: one pass over the shared data computes all their reductions (layer
     norm's dgamma and dbeta column sums). Sharing only a scalar or a per-row value (an
     optimizer's step count, a learning rate) saves no traffic: such groups stay apart, so each
@@ -113,7 +119,7 @@ def merge_siblings(groups: list, eqns, prod_index, consumers, clones) -> list:
         return {id(v) for k in members for v in eqns[k].inputs
                 if prod_index.get(id(v)) not in members and v.type.size * PER_ROW_RATIO > space}
 
-    boundary = next((i for i, e in enumerate(eqns) if e.stage == "bwd"), len(eqns))
+    boundary = backward_start(eqns)
 
     def across(a, b) -> bool:
         """a lies wholly in the forward and b wholly in the backward: merged, b (a backward

@@ -29,7 +29,7 @@ by compute rather than memory.
 from __future__ import annotations
 
 from nova.compiler.dce import dce
-from nova.compiler.fusion_rules import loop_class
+from nova.compiler.fusion_rules import backward_start, loop_class
 from nova.core.ir import Eqn, Program, Var
 
 MIN_BYTES = 1 << 20  # smaller saved values are not worth a kernel
@@ -47,7 +47,7 @@ def saved_values(program: Program) -> tuple[int, list]:
     from nova.compiler.fuse import fuse
 
     eqns = program.eqns
-    boundary = next((i for i, e in enumerate(eqns) if e.stage == "bwd"), len(eqns))
+    boundary = backward_start(eqns)
     if boundary == len(eqns):
         return boundary, []
     kernels = fuse(program).kernels

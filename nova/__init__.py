@@ -1,6 +1,7 @@
 """Nova: a JAX-style functional array framework with its own MLIR compiler.
 
-`nova.numpy` for arrays, `nova.grad`/`value_and_grad`/`vjp`/`jvp` for derivatives, `nova.jit` to
+`nova.numpy` for arrays, `nova.grad`/`value_and_grad`/`vjp`/`jvp` for derivatives (`custom_vjp` for a
+rule of one's own), `nova.jit` to
 trace a function into one Program and compile it. See DESIGN.md (../shared) for the architecture.
 """
 
@@ -24,7 +25,7 @@ from nova.core.errors import (
     UnexpectedTracerError,
 )
 from nova.core.ir import Program, TensorType, parse_program
-from nova.grad import grad, jvp, value_and_grad, vjp
+from nova.grad import custom_vjp, grad, jvp, value_and_grad, vjp
 from nova.jit import ShapeDtypeStruct, jit, make_program
 from nova.runtime.devices import Device, default_device, device_put, devices
 
@@ -37,7 +38,8 @@ __all__ = [
     "Array", "CompilerError", "ConcretizationTypeError", "DeletedArrayError", "Device",
     "NovaError", "default_device", "device_put", "devices",
     "OutOfMemoryError", "Program", "ShapeDtypeStruct", "ShapeError", "TensorType",
-    "TracerBoolConversionError", "UnexpectedTracerError", "config", "grad", "jit", "jvp",
+    "TracerBoolConversionError", "UnexpectedTracerError", "config", "custom_vjp", "grad", "jit",
+    "jvp",
     "lax", "make_program", "numpy", "parse_program", "tree_util", "value_and_grad", "vjp",
 ]
 

@@ -520,6 +520,7 @@ class Traced:
         self._fn = fn
 
     _verified = False
+    replay: Program | None = None  # the program with its custom_vjp markers (jit._inline)
 
     def verify(self) -> None:
         """Checks the traced Program (SSA form, every equation's shape rule) once; raises
@@ -695,8 +696,13 @@ class JitFunction:
             out = self._f(*fa, **fk)
             out_leaves, out_tree = tree_flatten(out)
             program = trace.to_program(out_leaves)
+            # With custom_vjp calls: the equations with their markers, for a transform that
+            # replays this function into its own trace (`_inline`) and must meet the rules.
+            replay = trace.to_program(out_leaves, keep_custom_rules=True) \
+                if trace.custom_calls else None
         end_trace(trace)
         traced = Traced(program, out_tree, sig, self)
+        traced.replay = replay
         if config.verify_passes:
             traced.verify()
         # Otherwise the compiler verifies it before its first pass; a program found in the
@@ -789,7 +795,9 @@ class JitFunction:
         it (then the traced Program)."""
         traced = self._traced_for(sig, args, kwargs)
         p = traced.program
-        if trace.concrete and not any(e.prim.name == "stop_gradient" for e in p.eqns):
+        if traced.replay is not None:  # custom_vjp rules the outer transform must meet
+            p = traced.replay
+        elif trace.concrete and not any(e.prim.name == "stop_gradient" for e in p.eqns):
             # (counted once above: compiling a program traced there is no second miss)
             compiled = self._cache.get(sig.key()) or self._compiled_for(sig, args, kwargs)
             p = compiled.program

@@ -213,6 +213,24 @@ def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecuta
     it needs one and raises GPUUnavailableError otherwise)."""
     fused = fuse(program)
     kernels = compile_kernels(fused, target)
+    launches, slot_types, output_slots, per_kernel = _launch_list(program, fused, kernels)
+    plan = plan_memory(launches, len(program.inputs), output_slots, slot_types,
+                       donated=set(donated))
+    memory = _memory(program, fused)
+    memory.update(plan.summary())
+    costs = {"flops": sum(p["flops"] for p in per_kernel),
+             "bytes accessed": sum(p["bytes"] for p in per_kernel), "per_kernel": per_kernel}
+    exe = CUDAExecutable(len(program.inputs), launches, output_slots, slot_types, plan,
+                         fused.as_text(), costs, memory, target)
+    # Results take the program's output types (a slot's type is the last kernel's view of it).
+    exe.output_types = [v.type for v in program.outputs]
+    return exe
+
+
+def _launch_list(program: Program, fused, kernels: dict) -> tuple:
+    """(launches, slot types, output slots, per-kernel costs) of `fused` in launch order.
+    kernels: {id(fusion kernel): [(codegen kernel, record or None)]}; a None record (a plan
+    made without PTX, `plan_program_memory`) gives a launch with no PTX or configuration."""
     slots = {id(v): i for i, v in enumerate(program.inputs)}
     types = {id(v): v.type for v in program.inputs}
 
@@ -233,10 +251,15 @@ def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecuta
                                       [v.type for v in k.outputs], host_value=value))
             continue
         for gk, rec in kernels[id(k)]:
+            ins = [slot(v) for v in gk.program.inputs]
+            outs = [slot(v) for v in gk.program.outputs]
+            out_types = [v.type for v in gk.program.outputs]
+            if rec is None:
+                launches.append(GPULaunch(gk.name, ins, outs, out_types, kernel=gk,
+                                          info={"kind": gk.kind}))
+                continue
             launches.append(GPULaunch(
-                gk.name, [slot(v) for v in gk.program.inputs],
-                [slot(v) for v in gk.program.outputs],
-                [v.type for v in gk.program.outputs], rec["ptx"], rec["entry"],
+                gk.name, ins, outs, out_types, rec["ptx"], rec["entry"],
                 LaunchConfig(tuple(rec["grid"]), tuple(rec["block"]),
                              rec.get("dynamic_shared_bytes", 0)), gk,
                 info={"kind": gk.kind, "shared_bytes": rec["shared_bytes"],
@@ -247,14 +270,64 @@ def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecuta
         per_kernel.append({"kernel": k.name, "kind": k.kind, "flops": flops, "bytes": moved})
     output_slots = [slot(v) for v in program.outputs]
     slot_types = {s: types[i] for i, s in slots.items()}
+    return launches, slot_types, output_slots, per_kernel
+
+
+def plan_program_memory(program: Program, *, target: str, donated=(),
+                        precision: str | None = None, top: int = 12) -> dict:
+    """The device memory the CUDA executable of `program` (after the passes) would plan, worked
+    out without PTX, MLIR or a GPU: the kernels are lowered to their codegen form only, and
+    the launch list and the arena plan are those `compile_program` builds.
+
+    Returns {"arena_bytes", "peak_bytes" (arguments + outputs + arena), "argument_bytes",
+    "launches", "kernels" (distinct codegen kernels by name), "in_place", "live_at_peak":
+    [(bytes, slot, the producing launch's name, kind and ops)] of the `top` largest arena values live at the
+    launch where the arena's live bytes peak, "peak_launch" (that launch's index and name)}.
+    precision: the matmul precision (default the config's)."""
+    arch = parse_target(target)
+    precision = precision or config.read("matmul_precision")
+    fused = fuse(program)
+    kernels = {}
+    for k in fused.kernels:
+        if not (k.kind.startswith("host:") or _empty(k)):
+            kernels[id(k)] = [(gk, None) for gk, _ in lower_kernel(k, arch, precision)]
+    launches, slot_types, output_slots, _ = _launch_list(program, fused, kernels)
     plan = plan_memory(launches, len(program.inputs), output_slots, slot_types,
                        donated=set(donated))
-    memory = _memory(program, fused)
-    memory.update(plan.summary())
-    costs = {"flops": sum(p["flops"] for p in per_kernel),
-             "bytes accessed": sum(p["bytes"] for p in per_kernel), "per_kernel": per_kernel}
-    exe = CUDAExecutable(len(program.inputs), launches, output_slots, slot_types, plan,
-                         fused.as_text(), costs, memory, target)
-    # Results take the program's output types (a slot's type is the last kernel's view of it).
-    exe.output_types = [v.type for v in program.outputs]
-    return exe
+    n_in = len(program.inputs)
+    first, last, producer = {}, {}, {}
+    for n, launch in enumerate(launches):
+        for s in launch.outputs:
+            first.setdefault(s, n)
+            if s not in producer:
+                k = launch.kernel
+                ops = ",".join(dict.fromkeys(k.op_names())) if k is not None else "host"
+                producer[s] = f"{launch.name} ({k.kind if k is not None else 'host'}: {ops[:60]})"
+
+        for s in launch.inputs:
+            last[s] = n
+    roots = {}  # arena slot -> the slot owning its buffer (in place)
+    for s in set(plan.offsets) | set(plan.aliases):
+        r = s
+        while r in plan.aliases:
+            r = plan.aliases[r]
+        roots[s] = r
+    live_by_root: dict[int, tuple[int, int]] = {}  # root -> (first launch, last launch)
+    for s, r in roots.items():
+        a, b = first.get(s, 0), last.get(s, first.get(s, 0))
+        lo, hi = live_by_root.get(r, (a, b))
+        live_by_root[r] = (min(lo, a), max(hi, b))
+    best, best_n = -1, 0
+    for n in range(len(launches)):
+        live = sum(slot_types[r].nbytes for r, (a, b) in live_by_root.items() if a <= n <= b)
+        if live > best:
+            best, best_n = live, n
+    at_peak = sorted(((slot_types[r].nbytes, r, producer.get(r, "?"))
+                      for r, (a, b) in live_by_root.items() if a <= best_n <= b), reverse=True)
+    arg_bytes = sum(v.type.nbytes for v in program.inputs)
+    return {"arena_bytes": plan.arena_bytes, "peak_bytes": plan.peak_bytes,
+            "argument_bytes": arg_bytes, "launches": len(launches),
+            "kernels": len({launch.name for launch in launches if launch.kernel is not None}),
+            "in_place": len(plan.aliases), "live_at_peak": at_peak[:top],
+            "peak_launch": (best_n, launches[best_n].name if launches else None),
+            "output_slots": output_slots, "n_inputs": n_in}

@@ -45,6 +45,9 @@ _SEQUENTIAL = {"scatter_add": "scatter", "scatter": "scatter", "cumsum": "scan",
                "cumprod": "scan", "cummax": "scan", "cummin": "scan", "sort": "sort"}
 # Fused attention (nova/ops/attention.py): flash kernels of their own, reading stored operands.
 ATTENTION = ("flash_attention_fwd", "flash_attention_bwd")
+# Results up to this many bytes may be computed ahead of their place for a consumer needed
+# earlier (`_order`): the optimizer's step-count scalars, per-row statistics.
+PULL_BYTES = 1 << 20
 # Kernel kinds that evaluate the values they read at an index (clones may be recomputed there).
 _INLINE_KINDS = ("loop", "scatter", "scan", "sort")
 
@@ -115,19 +118,21 @@ def fuse(program: Program) -> FusedProgram:
                 group_of[i] = shared
                 continue
         if cls is not None and target is not None and target.kind == "loop" and \
-                can_join(e, cls, target, is_out, consumers, eqns, clones):
+                can_join(e, cls, target, is_out, consumers, eqns, clones) and \
+                not _sums_matmuls(e, prod, eqns, consumers):
             target.eqns.append(i)
             group_of[i] = target
             continue
         if cls is not None and target is not None and target.kind == "contraction" and \
                 cls != "reduction" and not is_out and target.red_axes is None and \
-                not any(c == target.dot for o in e.outputs for c in consumers.get(id(o), [])):
+                not any(c == target.dot for o in e.outputs for c in consumers.get(id(o), [])) \
+                and not _sums_matmuls(e, prod, eqns, consumers):
             # A producer of the epilogue (not of the matmul's operands) is evaluated inline.
             target.eqns.append(i)
             group_of[i] = target
             continue
         if cls in ("elementwise", "movement") and target is not None and not is_out and \
-                target.kind in _SEQUENTIAL.values():
+                target.kind in _SEQUENTIAL.values() and not _sums_matmuls(e, prod, eqns, consumers):
             # A producer of a scatter's operand, indices or updates, or of a scan's input, is
             # evaluated at an index inside the sequential kernel (no buffer in between).
             target.eqns.append(i)
@@ -174,6 +179,31 @@ def fuse(program: Program) -> FusedProgram:
             k = _make_kernel(epi, eqns, prod, outputs, consumers, clones, index_of)
         kernels.append(k)
     return FusedProgram(program, _order(kernels, program))
+
+
+def _sums_matmuls(e: Eqn, prod: dict, eqns, consumers) -> bool:
+    """Whether `e` is a link of a running sum of matmul results, acc_i = acc_(i-1) + A_i @ B_i
+    with acc_(i-1) itself such a sum (linear_cross_entropy's weight gradient, chunk by chunk).
+    Joined into its consumer's kernel (the AdamW update, a scatter, the next matmul's
+    epilogue), every link would make its term a stored input of that one kernel, all terms
+    live at once (8 x 154 MB on GPT-2 124M); as a loop group of its own, each matmul takes the
+    running sum as its epilogue instead, for the same traffic. A single sum of two products
+    (relu(A @ B + C @ D)) is no chain and still joins."""
+    if not _adds_matmul(e, prod):
+        return False
+    if any((p := prod.get(id(v))) is not None and _adds_matmul(p, prod) for v in e.inputs):
+        return True
+    # the chain's first link (A_1 @ B_1 + A_2 @ B_2), read by the next link
+    return any(_adds_matmul(eqns[c], prod) for o in e.outputs for c in consumers.get(id(o), []))
+
+
+def _adds_matmul(e: Eqn, prod: dict) -> bool:
+    """e is an add or sub with an operand that is a matmul's result of e's shape."""
+    if e.prim.name not in ("add", "sub"):
+        return False
+    shape = e.outputs[0].type.shape
+    return any((p := prod.get(id(v))) is not None and p.prim.fusion is FusionKind.CONTRACTION
+               and v.type.shape == shape for v in e.inputs)
 
 
 def _epilogue_reads_operands(k, dot: Eqn) -> bool:
@@ -238,7 +268,13 @@ def _order(kernels: list, program: Program) -> list:
 
     Running whatever was ready at once hoisted kernels that need only forward values (the
     backward's recomputations, remat.py, for every layer) to the start of the backward, where
-    their results then lived across it."""
+    their results then lived across it.
+
+    Only kernels with small results (PULL_BYTES) are pulled ahead of their own place by an
+    earlier consumer: a big result pulled ahead is memory held from then on. (The loss total of
+    linear_cross_entropy's chunks is one kernel, needed at the first chunk's place; pulled
+    through it, every chunk's forward ran before the first chunk's gradient GEMMs, and all
+    eight chunks' logits, 1.65 GB at GPT-2 124M, were live at once.)"""
     produced_by = {id(o): n for n, k in enumerate(kernels) for o in k.outputs}
     preds = [sorted({produced_by[id(v)] for v in k.inputs if id(v) in produced_by} - {n})
              for n, k in enumerate(kernels)]
@@ -265,7 +301,9 @@ def _order(kernels: list, program: Program) -> list:
 
     own = [(k.schedule_position, n) for n, k in enumerate(kernels)]
     needed = list(own)
+    small = [sum(v.type.nbytes for v in k.outputs) <= PULL_BYTES for k in kernels]
     for n in reversed(schedule(own)):  # consumers before producers
-        for m in succs[n]:
-            needed[n] = min(needed[n], needed[m])
+        if small[n]:
+            for m in succs[n]:
+                needed[n] = min(needed[n], needed[m])
     return [kernels[n] for n in schedule([(needed[n], own[n]) for n in range(len(kernels))])]

@@ -116,6 +116,7 @@ class Primitive:
         multiple_results: bool = False,
         differentiable: bool = True,
         param_types: dict | None = None,
+        registered: bool = True,
     ):
         self.name = name
         self.shape_rule = shape_rule
@@ -130,7 +131,10 @@ class Primitive:
         self.differentiable = differentiable
         # Optional coercions applied to params (e.g. lists -> tuples) so equal params hash equal.
         self.param_types = param_types or {}
-        register(self)
+        # False for a transform's marker that only lives in traces (`custom_vjp_call`, removed
+        # when a trace becomes a Program): the registry lists what Programs may hold.
+        if registered:
+            register(self)
 
     def __repr__(self):
         return f"{self.name}_p"

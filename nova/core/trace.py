@@ -137,6 +137,7 @@ class Trace:
         # its host values uploaded to a GPU: id(var) -> the GPU Array.
         self.borrowed: set[int] = set()
         self._uploaded: dict[int, Array] = {}
+        self.custom_calls = 0  # custom_vjp_call markers recorded (see to_program)
 
     # --- values entering the trace ----------------------------------------------------------
     def new_input(self, type_: TensorType, value=None, name: str | None = None) -> Tracer:
@@ -217,7 +218,13 @@ class Trace:
         out_types = _check_shape_rule(prim, [v.type for v in in_vars], params, source)
         outs = [Var(t) for t in out_types]
         vals = [None] * len(outs)
-        if self.concrete:
+        if prim.name == CUSTOM_VJP_CALL:
+            # The marker of a custom_vjp function's call (grad.custom_vjp): its results are its
+            # primal-output inputs, computed already; nothing is evaluated.
+            self.custom_calls += 1
+            n_args = params["n_args"]
+            vals = [t._val for t in ins[n_args:n_args + len(outs)]]
+        elif self.concrete:
             if self.device is None:
                 vals = evaluate(prim, [t._val for t in ins], params, out_types)
             else:
@@ -283,12 +290,44 @@ class Trace:
         """Whether tracer x of this trace is known to hold only finite numbers (no inf, no NaN)."""
         return isinstance(x, Tracer) and x._trace is self and id(x._var) in self.finite
 
-    def to_program(self, outputs: list) -> Program:
+    def to_program(self, outputs: list, *, keep_custom_rules: bool = False) -> Program:
+        """The Program of the recorded equations with `outputs` as its results.
+
+        The markers of custom_vjp calls (grad.custom_vjp) are removed: each marker's results
+        become the primal outputs it marks, so the compiler sees only registered primitives (by
+        then reverse mode has applied the custom rules it met). keep_custom_rules=True keeps
+        them, for a Program that is replayed into another trace (jit's `_inline`), never
+        compiled."""
         outs = [self.lift(o)._var for o in outputs]
-        return Program(list(self.inputs), list(self.eqns), outs, list(self.input_names))
+        eqns = list(self.eqns)
+        if self.custom_calls and not keep_custom_rules:
+            eqns, outs = _without_custom_calls(eqns, outs)
+        return Program(list(self.inputs), eqns, outs, list(self.input_names))
 
 
 _NO_ARGS = frozenset()
+
+# The name of the marker primitive of a custom_vjp call (defined in nova/grad.py, not registered:
+# it lives only in traces; Trace.to_program removes it).
+CUSTOM_VJP_CALL = "custom_vjp_call"
+
+
+def _without_custom_calls(eqns: list, outs: list) -> tuple[list, list]:
+    """`eqns` without custom_vjp_call markers, each marker's results replaced by the primal
+    outputs it marks (inputs n_args .. n_args + n_out), in later equations and in `outs`."""
+    alias: dict[int, Var] = {}
+    kept = []
+    for e in eqns:
+        if e.prim.name == CUSTOM_VJP_CALL:
+            n_args = e.params["n_args"]
+            for o, v in zip(e.outputs, e.inputs[n_args:n_args + len(e.outputs)], strict=True):
+                alias[id(o)] = alias.get(id(v), v)
+            continue
+        if alias and any(id(v) in alias for v in e.inputs):
+            e = Eqn(e.prim, [alias.get(id(v), v) for v in e.inputs], e.params, e.outputs,
+                    e.source, e.stage)
+        kept.append(e)
+    return kept, [alias.get(id(v), v) for v in outs]
 
 # In a GPU trace, an equation of host values only whose results have more elements than this
 # runs on the GPU from its uploaded inputs: a zero cotangent or a seed broadcast to a

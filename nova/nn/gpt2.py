@@ -137,6 +137,10 @@ class GPT2(Module):
         is concrete (not traced) -- a token id outside [0, vocab_size). Under `jit` ids are not
         checked and an out-of-range id is clamped (as the embedding gather does).
         """
+        return jnp.einsum("btc,vc->btv", self._hidden(idx, key, train), self.wte.weight)
+
+    def _hidden(self, idx, key, train: bool) -> Array:
+        """The final LayerNorm's output (B, T, n_embd), which the tied head maps to logits."""
         idx = self._check_idx("idx", idx)
         F.check_index_range("GPT2", "idx", idx, self.config.vocab_size)
         if train and self.config.dropout > 0.0 and key is None:
@@ -149,19 +153,22 @@ class GPT2(Module):
         x = Dropout(self.config.dropout)(x, key=keys[0], train=train)
         for block, k in zip(self.h, keys[1:], strict=True):
             x = block(x, key=k, train=train)
-        x = self.ln_f(x)
-        return jnp.einsum("btc,vc->btv", x, self.wte.weight)
+        return self.ln_f(x)
 
     def loss(self, idx, targets, *, key=None, train: bool = False,
              ignore_index: int = -100) -> Array:
         """Mean next-token cross-entropy (nats per token, float32 scalar) of `targets` (B, T)
         given `idx` (B, T); targets equal to ignore_index are left out. Raises as __call__, and
         ValueError when targets' shape differs from idx's or (concrete targets) a target is
-        outside [0, vocab_size) and not ignore_index."""
+        outside [0, vocab_size) and not ignore_index.
+
+        The head and the loss are one `F.linear_cross_entropy`: a training step holds one
+        chunk of logits (1,024 positions of GPT-2's 50,257 classes) instead of all of them and
+        their gradient."""
         idx = self._check_idx("idx", idx)
         targets = self._check_idx("targets", targets)
         if targets.shape != idx.shape:
             raise ValueError(f"GPT2.loss: targets of shape {targets.shape} differ from idx of "
                              f"shape {idx.shape}{where_am_i()}")
-        logits = self(idx, key=key, train=train)
-        return F.cross_entropy(logits, targets, ignore_index=ignore_index)
+        return F.linear_cross_entropy(self._hidden(idx, key, train), self.wte.weight, targets,
+                                      ignore_index=ignore_index)

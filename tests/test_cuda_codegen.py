@@ -415,6 +415,34 @@ def test_row_kernels_written_in_place_match_reference(case):
         assert rows, "no row kernel output was allowed over an input"
 
 
+@pytest.mark.parametrize("arch,precision", [("sm_90", "highest"), ("sm_90", "tf32"),
+                                             ("sm_90a", "tf32")])
+def test_gemm_epilogue_written_in_place_matches_reference(arch, precision):
+    """A GEMM's output may take the buffer of an epilogue input of its shape that dies there
+    (plan_memory: the thread storing an element read its epilogue inputs just before): a
+    running sum acc + A_i @ B_i of three terms (the chain fusion keeps), run by the simulator
+    with acc and the output sharing one buffer, equals the reference, for the SIMT, mma.sync
+    and wgmma kernels; an epilogue reading its input transposed is not written in place."""
+    def chain(a1, b1, a2, b2, a3, b3):
+        return (a1 @ b1 + a2 @ b2) + a3 @ b3
+
+    def transposed(a, b, c):
+        return a @ b + c.T
+
+    specs = [S((40, 24), f32), S((24, 72), f32)] * 3
+    aliased = []
+    got, want = _simulate_program(chain, specs, precision, arch=arch, in_place=aliased)
+    tol = 2e-2 if precision == "tf32" else 1e-5
+    np.testing.assert_allclose(got[0], want[0], rtol=tol, atol=tol)
+    gemms = [a for a in aliased if a[2] >= 2]  # inputs 0 and 1 are the dot's operands
+    assert len(gemms) >= 1, aliased
+    aliased = []
+    got, want = _simulate_program(transposed, [S((48, 48), f32)] * 3, precision, arch=arch,
+                                  in_place=aliased)
+    np.testing.assert_allclose(got[0], want[0], rtol=tol, atol=tol)
+    assert not [a for a in aliased if a[2] >= 2], aliased
+
+
 def test_simulated_training_step_with_recomputed_activations(monkeypatch):
     """CUDA targets rematerialize (compiler/remat.py): a 2-block residual MLP's value_and_grad,
     every value recomputed that can be (the size floor lowered for this small model), run by

@@ -38,6 +38,37 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
+def _epilogue_inplace_safe(gk, in_pos: int, out_pos: int) -> bool:
+    """A GEMM's output over one of its epilogue inputs (not an operand of the dot_general),
+    when the emitter set `schedule["epilogue_in_place"]` (the GPU's: the thread that stores an
+    output element has read that element's epilogue inputs just before, from registers; no
+    split-K, no partial sums in the output) and everything computed from the input is
+    elementwise at the dot's output shape (a running sum acc + A @ B: linear_cross_entropy's
+    weight gradient, 154 MB a chunk at GPT-2 124M). The CPU's GEMMs may store partial sums
+    in the output before the epilogue and set no flag."""
+    if not gk.schedule.get("epilogue_in_place"):
+        return False
+    dot = next((e for e in gk.program.eqns if e.prim.name == "dot_general"), None)
+    if dot is None:
+        return False
+    v = gk.program.inputs[in_pos]
+    o = gk.program.outputs[out_pos]
+    shape = dot.outputs[0].type.shape
+    if any(v is x for x in dot.inputs) or any(o is x for x in gk.program.inputs):
+        return False
+    if v.type.shape != shape or o.type.shape != shape or v.type.nbytes != o.type.nbytes:
+        return False
+    full = {id(v)}
+    for e in gk.program.eqns:
+        if not any(id(u) in full for u in e.inputs):
+            continue
+        if type(e.prim.kernel).__name__ != "Elementwise" or \
+                any(q.type.shape != shape for q in e.outputs):
+            return False
+        full.update(id(q) for q in e.outputs)
+    return True
+
+
 def inplace_safe(gk, in_pos: int, out_pos: int) -> bool:
     """Can output `out_pos` of codegen kernel `gk` be written over input `in_pos`?
 
@@ -52,6 +83,8 @@ def inplace_safe(gk, in_pos: int, out_pos: int) -> bool:
     between keep-dims and not, broadcast back along the reduced axes): a cross-entropy's
     gradient takes its logits' buffer (the GPT-2 124M step's largest buffer, 1.65 GB).
     """
+    if gk.kind == "contraction":
+        return _epilogue_inplace_safe(gk, in_pos, out_pos)
     if gk.kind != "loop":
         return False
     shape = tuple(gk.schedule.get("iter_shape", ()))

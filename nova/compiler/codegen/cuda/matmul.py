@@ -393,6 +393,9 @@ def emit_gpu_contraction(name: str, kernel: Kernel, precision: str,
             pass
     mm.text = mm.emit()
     mm.block = (mm.threads, 1, 1)
+    # Each output element's epilogue inputs are read by the thread that stores it, from the
+    # accumulators in its registers, once, right before that store (`_store`): an output may
+    # take the buffer of an epilogue input of its shape that dies here (plan_memory).
     kernel.schedule.update({"gpu_schedule": mm.schedule, "tile": (mm.BM, mm.BN, mm.BK),
-                            "stages": mm.stages})
+                            "stages": mm.stages, "epilogue_in_place": True})
     return mm

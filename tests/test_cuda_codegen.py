@@ -856,3 +856,27 @@ def test_gpu_allocator_and_graph_replay():
                                           target=f"cuda:{gpu.get_device_properties().arch}").compile()
     for i in range(4):  # calls 3 and 4 replay a captured graph
         np.testing.assert_array_equal(np.asarray(c(np.full(1024, i, f32))), np.full(1024, 2 * i))
+
+
+def test_memory_plan_without_ptx_is_the_executables():
+    """backend_cuda.plan_program_memory (no PTX, no MLIR: bench/memory_plan.py) plans the arena
+    that compile_program's executable holds, for an MLP training step with donated weights;
+    what it lists as live at the peak fits in the arena."""
+    def step(w1, w2, x, y):
+        def loss(w1, w2):
+            return jnp.mean((jnp.tanh(x @ w1) @ w2 - y) ** 2)
+
+        g1, g2 = nova.grad(loss, argnums=(0, 1))(w1, w2)
+        return w1 - 0.1 * g1, w2 - 0.1 * g2
+
+    specs = [S((32, 64), f32), S((64, 16), f32), S((128, 32), f32), S((128, 16), f32)]
+    jitted = nova.jit(step, donate_argnums=(0, 1))
+    lowered = jitted.lower(*specs, target="cuda:sm_90")
+    exe = lowered.compile()._exe
+    plan = backend_cuda.plan_program_memory(lowered.program, target="cuda:sm_90",
+                                            donated=(0, 1))
+    assert plan["arena_bytes"] == exe.plan.arena_bytes > 0
+    assert plan["peak_bytes"] == exe.plan.peak_bytes
+    assert plan["launches"] == len(exe.launches)
+    assert plan["in_place"] == len(exe.plan.aliases)
+    assert 0 < sum(b for b, _, _ in plan["live_at_peak"]) <= plan["arena_bytes"]

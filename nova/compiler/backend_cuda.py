@@ -311,7 +311,8 @@ def plan_program_memory(program: Program, *, target: str, donated=(),
         r = s
         while r in plan.aliases:
             r = plan.aliases[r]
-        roots[s] = r
+        if r in plan.offsets:  # (not an output over a donated argument's buffer)
+            roots[s] = r
     live_by_root: dict[int, tuple[int, int]] = {}  # root -> (first launch, last launch)
     for s, r in roots.items():
         a, b = first.get(s, 0), last.get(s, first.get(s, 0))

@@ -23,7 +23,7 @@ from nova.core.array import Array
 from nova.core.ir import TensorType, Var
 from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from nova.core.source_info import attributed_to, short, user_frame_line
-from nova.core.trace import Trace, Tracer, current_trace, trace_context
+from nova.core.trace import CUSTOM_VJP_CALL, Trace, Tracer, current_trace, trace_context
 from nova.ops import lax
 
 
@@ -166,12 +166,28 @@ def _backward_walk(trace, relevant, active, env, wrt, outs, out_cts):
             else:
                 ct, out = cts[0], out_tr[0]
             primals = [trace.tracer_of(v) for v in e.inputs]
+            if e.prim.name == CUSTOM_VJP_CALL:
+                _check_closure(trace, e, active)
             with attributed_to(e.source):
                 cts_in = e.prim.vjp(ct, *primals, out=out, **e.params)
             for v, c in zip(e.inputs, cts_in, strict=True):
                 if c is not None and id(v) in active:
                     _accumulate(env, v, c)
     return [env.get(id(w)) for w in wrt]
+
+
+def _check_closure(trace: Trace, e, active: set) -> None:
+    """Raises TypeError when a custom_vjp call's fwd closed over a value being differentiated
+    (bwd gives no cotangent for it, so it would silently be zero; jax.custom_vjp raises too)."""
+    p = e.params
+    for v in e.inputs[p["n_args"] + p["n_out"] + p["n_res"]:]:
+        if id(v) in active:
+            t = trace.tracer_of(v)
+            raise TypeError(
+                f"custom_vjp {p['rule'].name}: its fwd closes over a value that is being "
+                f"differentiated ({t.aval}, created at {short(t._source)}); its cotangent "
+                "would be lost: pass it to the function as an argument (and give bwd a "
+                "cotangent for it)")
 
 
 def _jvp_via_vjp(trace: Trace, e, primals, tangents):
@@ -438,17 +454,17 @@ class _CustomVJPRule:
         return f"custom_vjp({self.name})"
 
 
-def _custom_vjp_call_shape(*in_types, rule, n_args, n_out):
+def _custom_vjp_call_shape(*in_types, rule, n_args, n_out, n_res):
     return tuple(in_types[n_args:n_args + n_out])
 
 
-def _custom_vjp_call_impl(*vals, rule, n_args, n_out):
+def _custom_vjp_call_impl(*vals, rule, n_args, n_out, n_res):
     return tuple(vals[n_args:n_args + n_out])
 
 
-def _custom_vjp_call_vjp(ct, *primals, out, rule, n_args, n_out):
+def _custom_vjp_call_vjp(ct, *primals, out, rule, n_args, n_out, n_res):
     """The cotangents of a custom_vjp call's arguments: rule.bwd(*nondiff, residuals, ct)."""
-    res_leaves = list(primals[n_args + n_out:])
+    res_leaves = list(primals[n_args + n_out:n_args + n_out + n_res])
     for pos, leaf in sorted(rule.res_static.items()):
         res_leaves.insert(pos, leaf)
     res = tree_unflatten(rule.res_tree, res_leaves)
@@ -466,6 +482,8 @@ def _custom_vjp_call_vjp(ct, *primals, out, rule, n_args, n_out):
             cts += [None] * td.num_leaves
         else:
             leaves, gtd = tree_flatten(g_i)
+            if gtd != td:  # None in a leaf's place: a zero cotangent for that leaf
+                leaves, gtd = tree_flatten(g_i, is_leaf=lambda x: x is None)
             if gtd != td:
                 raise TypeError(f"custom_vjp {rule.name}: the bwd rule's cotangent {i} has the "
                                 f"structure {gtd}, but argument {i} has {td}")
@@ -503,7 +521,7 @@ def _make_custom_vjp_call():
 _custom_vjp_call_p = _make_custom_vjp_call()
 
 
-_in_fwd = threading.local()  # .depth: how many custom_vjp fwd rules are running in this thread
+_in_fwd = threading.local()  # .running: ids of the custom_vjp functions whose fwd is running
 
 
 def _is_array_leaf(x) -> bool:
@@ -575,12 +593,20 @@ class custom_vjp:
                 raise ValueError(f"custom_vjp {name}: nondiff_argnums {self.nondiff_argnums} "
                                  f"names argument {i}, but {len(args)} were given")
         trace = current_trace()
-        if trace is None or getattr(_in_fwd, "depth", 0):
-            # Outside transforms, or inside a fwd rule (which calls the function itself, as
+        running = getattr(_in_fwd, "running", None)
+        if trace is None or (running is not None and id(self) in running):
+            # Outside transforms, or inside this function's own fwd rule (which calls it, as
             # `f_fwd` returning `f(x), res` does): what fwd records is never differentiated
-            # through its own marker, so the primal function is all it needs.
+            # through its own marker, so the primal function is all it needs. (Other custom_vjp
+            # functions inside a fwd keep their rules: a gradient fwd takes, a jit it traces.)
             return self.fun(*args)
         nondiff = {i % len(args) for i in self.nondiff_argnums}
+        for i in sorted(nondiff):
+            if any(isinstance(x, Tracer) for x in tree_leaves(args[i])):
+                raise TypeError(
+                    f"custom_vjp {name}: argument {i} is in nondiff_argnums but holds a traced "
+                    "array; pass arrays as differentiated arguments (bwd may return None for "
+                    f"them) and keep nondiff_argnums for static Python values{_where()}")
         diff_pos = [i for i in range(len(args)) if i not in nondiff]
         names = _arg_names(self.fun, len(args))
         arg_trees, flat = [], []
@@ -600,11 +626,14 @@ class custom_vjp:
             for i, td in zip(diff_pos, arg_trees, strict=True):
                 new_args[i] = tree_unflatten(td, flat[k:k + td.num_leaves])
                 k += td.num_leaves
-            _in_fwd.depth = getattr(_in_fwd, "depth", 0) + 1
+            if running is None:
+                running = _in_fwd.running = set()
+            running.add(id(self))
+            start = len(trace.eqns)
             try:
                 res = self.fwd(*new_args)
             finally:
-                _in_fwd.depth -= 1
+                running.discard(id(self))
             if not (isinstance(res, tuple) and len(res) == 2):
                 raise TypeError(f"custom_vjp {name}: fwd must return a pair (output, residuals), "
                                 f"got {type(res).__name__}{_where()}")
@@ -616,20 +645,44 @@ class custom_vjp:
             res_tr = [trace.lift(r) for j, r in enumerate(res_leaves) if j not in res_static]
         if not out_tr:
             return out
+        closed = _closed_over(trace, start, flat + res_tr)
         rule = _CustomVJPRule(name, self.bwd, tuple(args[i] for i in sorted(nondiff)),
                               arg_trees, out_tree, res_tree, res_static,
                               [TensorType(t.shape, t.dtype) for t in flat])
-        params = {"rule": rule, "n_args": len(flat), "n_out": len(out_tr)}
-        outs = trace.add_eqn(_custom_vjp_call_p, flat + out_tr + res_tr, params, user_frame_line())
+        params = {"rule": rule, "n_args": len(flat), "n_out": len(out_tr), "n_res": len(res_tr)}
+        outs = trace.add_eqn(_custom_vjp_call_p, flat + out_tr + res_tr + closed, params,
+                             user_frame_line())
         return tree_unflatten(out_tree, outs)
+
+
+def _closed_over(trace: Trace, start: int, given: list) -> list:
+    """Tracers of values a fwd rule read that were made before it started and are neither
+    its arguments nor its residuals nor input-free (constants): values it closed over. They join
+    the marker's inputs so that reverse mode can refuse to differentiate through them (their
+    cotangent would be dropped: bwd returns cotangents for the arguments only)."""
+    made = {id(o) for e in trace.eqns[start:] for o in e.outputs}
+    known = {id(t._var) for t in given} | made
+    out, seen = [], set()
+    for e in trace.eqns[start:]:
+        for v in e.inputs:
+            if id(v) in known or id(v) in seen or id(v) in trace._input_free:
+                continue
+            seen.add(id(v))
+            out.append(trace.tracer_of(v))
+    return out
 
 
 def _bind_positional(f, args: tuple, kwargs: dict, name: str) -> tuple:
     """args and kwargs as one positional tuple by f's signature (defaults filled in)."""
-    if not kwargs:
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):  # no signature (a builtin): as given
+        if kwargs:
+            raise TypeError(f"custom_vjp {name}: keyword arguments need a function with a "
+                            "signature") from None
         return args
     try:
-        bound = inspect.signature(f).bind(*args, **kwargs)
+        bound = sig.bind(*args, **kwargs)
     except TypeError as e:
         raise TypeError(f"custom_vjp {name}: {e}") from None
     bound.apply_defaults()

@@ -202,8 +202,13 @@ def _adds_matmul(e: Eqn, prod: dict) -> bool:
     if e.prim.name not in ("add", "sub"):
         return False
     shape = e.outputs[0].type.shape
-    return any((p := prod.get(id(v))) is not None and p.prim.fusion is FusionKind.CONTRACTION
-               and v.type.shape == shape for v in e.inputs)
+    for v in e.inputs:
+        p = prod.get(id(v))
+        if p is not None and p.prim.name == "convert_element_type":  # a widened product
+            p = prod.get(id(p.inputs[0]))
+        if p is not None and p.prim.fusion is FusionKind.CONTRACTION and v.type.shape == shape:
+            return True
+    return False
 
 
 def _epilogue_reads_operands(k, dot: Eqn) -> bool:

@@ -264,6 +264,9 @@ def cross_entropy(logits, labels, ignore_index: int = -100, reduction: str = "me
 _LCE_CHUNK_ELEMENTS = 1 << 26
 
 
+_LCE_MAX_CHUNKS = 64
+
+
 def _lce_chunk_rows(n: int, classes: int) -> int:
     """The default chunk of linear_cross_entropy: the largest power of two of rows whose logits
     fit _LCE_CHUNK_ELEMENTS (at least 1), or all n rows when they fit."""
@@ -280,19 +283,31 @@ def _linear_ce_value(x, weight, bias, labels, ignore_index, reduction, chunk):
     return cross_entropy(logits, labels, ignore_index=ignore_index, reduction=reduction)
 
 
+def _pairwise_sum(parts: list):
+    """The sum of `parts` as a balanced tree of adds: log2(n) deep (a chain of n adds fused
+    into one kernel recursed n deep in codegen; 400 chunks overflowed Python's stack) and
+    with the rounding of pairwise summation."""
+    while len(parts) > 1:
+        parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i]
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
 def _linear_ce_fwd(x, weight, bias, labels, ignore_index, reduction, chunk):
     """The loss and, as residuals, its gradients for a cotangent of 1, chunk by chunk: each
     chunk's logits give its loss rows and d loss / d logits = (softmax - onehot) * scale, which
     its two GEMMs turn into the chunk's rows of dx and a term of dW (and db) at once; the
-    chunk's logits are dead after that."""
+    chunk's logits are dead after that. The weight gradient is a running sum, one GEMM
+    epilogue per chunk (the fusion keeps such chains: fuse._sums_matmuls); the loss and db
+    parts are summed pairwise. Sums over chunks are float32 for narrower inputs."""
     n = x.shape[0]
+    acc = jnp.float32 if x.dtype.itemsize < 4 else x.dtype
     valid = labels != ignore_index
     if reduction == "mean":
-        scale = 1.0 / jnp.maximum(jnp.sum(valid.astype(x.dtype)), 1.0)
+        scale = 1.0 / jnp.maximum(jnp.sum(valid.astype(acc)), 1.0)
     else:
-        scale = jnp.asarray(1.0, x.dtype)
-    total = None
-    dxs, dw, db = [], None, None
+        scale = jnp.asarray(1.0, acc)
+    parts, dxs, dw, dbs = [], [], None, []
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         xs, ls, vs = x[lo:hi], labels[lo:hi], valid[lo:hi]
@@ -305,19 +320,19 @@ def _linear_ce_fwd(x, weight, bias, labels, ignore_index, reduction, chunk):
         lse = jnp.log(z[:, 0]) + shift[:, 0]
         hot = ls[:, None] == jnp.arange(logits.shape[-1], dtype=ls.dtype)
         picked = jnp.sum(jnp.where(hot, logits, 0.0), axis=-1)
-        part = jnp.sum(jnp.where(vs, lse - picked, 0.0))
-        total = part if total is None else total + part
-        row_scale = jnp.where(vs, scale, 0.0)[:, None]
+        parts.append(jnp.sum(jnp.where(vs, lse - picked, 0.0).astype(acc)))
+        row_scale = jnp.where(vs, scale, 0.0).astype(x.dtype)[:, None]
         g = (e / z - hot.astype(e.dtype)) * row_scale
         dxs.append(jnp.matmul(g, weight))
-        term = jnp.matmul(g.T, xs)
+        term = jnp.matmul(g.T, xs).astype(acc)
         dw = term if dw is None else dw + term
         if bias is not None:
-            part_b = jnp.sum(g, axis=0)
-            db = part_b if db is None else db + part_b
-    loss = total * scale if reduction == "mean" else total
+            dbs.append(jnp.sum(g.astype(acc), axis=0))
+    total = _pairwise_sum(parts)
+    loss = (total * scale if reduction == "mean" else total).astype(x.dtype)
     dx = dxs[0] if len(dxs) == 1 else jnp.concatenate(dxs, axis=0)
-    return loss, (dx, dw, db)
+    db = _pairwise_sum(dbs).astype(x.dtype) if dbs else None
+    return loss, (dx, dw.astype(x.dtype), db)
 
 
 def _linear_ce_bwd(ignore_index, reduction, chunk, res, ct):
@@ -353,7 +368,8 @@ def linear_cross_entropy(x, weight, labels, bias=None, *, ignore_index: int = -1
     embedding); bias: (V,) or None; labels: integer x.shape[:-1]. ignore_index, reduction: as
     `cross_entropy`; reduction "none" (a cotangent per position) is the plain composition, with
     the logits whole. chunk_size: rows per chunk, default the largest power of two whose logits
-    hold at most 2^26 elements (all rows when they fit). Returns a scalar of x's dtype ("mean",
+    hold at most 2^26 elements (all rows when they fit); at most 64 chunks are made (a larger
+    chunk is taken when more would be needed). Returns a scalar of x's dtype ("mean",
     "sum") or per-position losses (labels.shape).
 
     Raises TypeError for non-float x or weight, non-integer labels, a non-int ignore_index or
@@ -399,6 +415,9 @@ def linear_cross_entropy(x, weight, labels, bias=None, *, ignore_index: int = -1
             raise ValueError(f"linear_cross_entropy: chunk_size must be >= 1, got {chunk}"
                              f"{where_am_i()}")
         chunk = min(chunk, max(n, 1))
+    # Every chunk is unrolled into the program, and the kernels that join the chunks (dx's
+    # rows, the loss's parts) read one buffer per chunk: at most _LCE_MAX_CHUNKS of them.
+    chunk = max(chunk, -(-n // _LCE_MAX_CHUNKS))
     dtype = dtypes.result_type(x.dtype, weight.dtype)
     x2 = x.reshape(n, x.shape[-1]).astype(dtype)
     return _linear_ce(x2, weight.astype(dtype), None if bias is None else bias.astype(dtype),

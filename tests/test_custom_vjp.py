@@ -6,11 +6,11 @@ numerically stable log1pexp rule of JAX's custom_vjp documentation shows why use
 
 import functools
 
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
 import nova
-import nova.numpy as jnp
 from nova.nn import functional as F
 from tests.helpers import assert_close
 

@@ -471,3 +471,75 @@ def test_operand_transposes_fold_into_the_contraction():
     names = [e.prim.name for e in run_passes(nova.make_program(cases[0][0])(a, g),
                                              options=target_options("cuda:sm_90")).eqns]
     assert names == ["dot_general"]
+
+
+def _fused(fn, *args):
+    return fuse(run_passes(nova.make_program(fn)(*args)))
+
+
+def test_a_running_sum_of_matmuls_stays_a_chain_of_gemm_epilogues():
+    """acc + A_i @ B_i, four terms, read by an elementwise update: each GEMM takes the running
+    sum as its epilogue (fuse._sums_matmuls), so no kernel reads more than one earlier
+    product; joined into the update, all four products were its stored inputs at once (the
+    linear cross-entropy's weight gradient: 8 x 154 MB on GPT-2 124M). A single sum of two
+    products, relu(A @ B + C @ D), still fuses into one GEMM epilogue."""
+    rng = np.random.default_rng(0)
+    mats = [rng.standard_normal(s).astype(np.float32) for s in [(6, 5), (5, 7)] * 4]
+    w = rng.standard_normal((6, 7)).astype(np.float32)
+
+    def chain(w, *ab):
+        acc = ab[0] @ ab[1]
+        for i in range(2, len(ab), 2):
+            acc = acc + ab[i] @ ab[i + 1]
+        return w - 0.1 * acc
+
+    fp = _fused(chain, w, *mats)
+    gemms = [k for k in fp.kernels if k.kind == "contraction"]
+    assert len(gemms) == 4
+    full = (6, 7)
+    for k in fp.kernels:
+        products = [v for v in k.inputs if v.type.shape == full and v is not fp.program.inputs[0]]
+        assert len(products) <= 1, (k.kind, k.op_names())
+    got = compile_program(fp.program)([w, *mats])
+    want = w - 0.1 * sum(mats[i] @ mats[i + 1] for i in range(0, 8, 2))
+    assert_close(got[0], want, rtol=1e-5)
+
+    def two(a, b, c, d):
+        return jnp.maximum(a @ b + c @ d, 0.0)
+
+    fp = _fused(two, *mats[:4])
+    assert sum(k.kind == "contraction" for k in fp.kernels) == 2 and len(fp.kernels) == 2
+
+
+def test_a_late_consumer_does_not_pull_big_producers_ahead():
+    """fuse._order: the loss total of a chunked linear cross-entropy is one small kernel
+    needed where the first chunk's part is; it may not drag the later chunks' logits GEMMs
+    ahead of the first chunk's gradient GEMMs (all chunks' logits would be live at once).
+    Launch order: every chunk's weight-gradient GEMM runs before the next chunk's logits."""
+    from nova.nn import functional as F
+
+    rng = np.random.default_rng(1)
+    n, c, v, chunk = 64, 16, 512, 16
+    x = rng.standard_normal((n, c)).astype(np.float32)
+    w = rng.standard_normal((v, c)).astype(np.float32)
+    y = rng.integers(0, v, n)
+
+    def loss(x, w):
+        return F.linear_cross_entropy(x, w, y, chunk_size=chunk)
+
+    import nova.compiler.fuse as fuse_mod
+
+    saved = fuse_mod.PULL_BYTES
+    fuse_mod.PULL_BYTES = 1024  # below one chunk's logits (16 x 512 x 4 bytes)
+    try:
+        fp = _fused(nova.value_and_grad(loss, argnums=(0, 1)), x, w)
+    finally:
+        fuse_mod.PULL_BYTES = saved
+    kinds = []
+    for k in fp.kernels:
+        if k.kind == "contraction":
+            out = k.outputs[0].type.shape
+            kinds.append("logits" if out == (chunk, v) else "dw" if out == (v, c) else "dx")
+    assert kinds.count("logits") == n // chunk
+    # logits_1, dx_1 / dw_1, logits_2, ...: no two logits GEMMs in a row
+    assert all(not (a == b == "logits") for a, b in zip(kinds, kinds[1:])), kinds

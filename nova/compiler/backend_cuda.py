@@ -40,6 +40,7 @@ from nova.compiler.backend_cpu import (
     _split_epilogue,
 )
 from nova.compiler.codegen.cuda.attention import emit_gpu_attention
+from nova.compiler.codegen.cuda.column_split import split_column_kernel
 from nova.compiler.codegen.cuda.compile import compile_to_ptx, parse_target, wrap_module
 from nova.compiler.codegen.cuda.loops import emit_gpu_loop_kernel
 from nova.compiler.codegen.cuda.matmul import emit_gpu_contraction
@@ -71,7 +72,8 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
 
     Raises NotImplementedError naming the kernel kind when there is no GPU kernel for it."""
     if k.kind == "loop":
-        return [(k, emit_gpu_loop_kernel(k.name, k))]
+        parts = split_column_kernel(k, sm_count or describe(arch).sm_count)
+        return [(p, emit_gpu_loop_kernel(p.name, p)) for p in parts or [k]]
     if k.kind == "contraction":
         props = describe(arch)
         sms = sm_count or props.sm_count

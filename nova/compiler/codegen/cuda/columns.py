@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from nova.compiler.codegen.builder import Value
+from nova.compiler.codegen.cpu.index import _reshape_map
 from nova.core import dtypes
 
 LANES = 32
@@ -57,10 +58,22 @@ class ColumnReductionMixin:
         full = [(n, v) for n, v in self.out_args if v.type.shape == S]
         row_outs = [(n, v) for n, v in self.out_args
                     if v.type.shape == row_shape and v.type.shape != S]
-        if full:
+        # Full-size outputs of another shape: the rows split into (parts, rows per part) by
+        # column_split.py, stored at the reshaped index.
+        views = [(n, v) for n, v in self.out_args if v.type.shape not in (S, row_shape)
+                 and v.type.size == int(np.prod(S, dtype=np.int64)) and v.type.shape
+                 and v.type.shape[-1] == S[-1]]
+        if len(full) + len(row_outs) + len(views) != len(self.out_args):
+            raise AssertionError(f"column kernel {self.name}: an output of no known shape")
+        if full or views:
             self._group_loop("o", None)
             idx = {**ivs, **self._column_reduced_index()}
             self._guarded(lambda: self._store_outputs(full, idx, S))
+            at = tuple(idx[i] for i in range(len(S)))
+            for n, v in views:
+                where = dict(enumerate(_reshape_map(b, at, v.type.shape, S)))
+                self._guarded(lambda n=n, v=v, where=where: self._store_outputs(
+                    [(n, v)], where, v.type.shape))
             self._end()
         if row_outs:
             first = b.cmp("eq", self.group, b.const(0, "index"))

@@ -63,6 +63,9 @@ CASES = [
     ("cross_entropy_fwd_bwd", nova.value_and_grad(_ce), [S((16, 500), f32), S((16,), np.int32)]),
     ("argmax", lambda x: jnp.argmax(x, axis=-1), [S((8, 1024), f32)]),
     ("column_sum", lambda x: jnp.sum(x, axis=0), [S((300, 40), f32)]),
+    # 2 MiB over 8 column tiles: split over the rows (codegen/cuda/column_split.py)
+    ("column_sum_split", lambda h, dy: (dy * jnp.tanh(h), jnp.sum(dy * h, axis=(0, 1))),
+     [S((4, 512, 256), f32), S((4, 512, 256), f32)]),
     ("column_softmax", lambda x: F.softmax(x, axis=0), [S((100, 72), f32)]),
     ("column_argmax", lambda x: jnp.argmax(x, axis=0), [S((64, 40), f32)]),
     ("middle_axis_max", lambda x: jnp.max(x, axis=1), [S((4, 50, 64), f32)]),
@@ -153,6 +156,10 @@ def test_schedules_and_instructions(compiled):
     # Column reductions: 32 columns per block (coalesced), 8 warps over the rows.
     (col,) = _kernel_records(cases, "column_sum", "loop")
     assert col["block"] == [256, 1, 1] and col["grid"] == [2, 1, 1]
+    # ... split over the rows where that leaves SMs idle: 16 parts of 128 rows x 8 tiles, then
+    # one launch adding the 16 partials.
+    *_, part, finish = _kernel_records(cases, "column_sum_split", "loop")
+    assert part["grid"] == [16 * 8, 1, 1] and finish["grid"] == [8, 1, 1]
     (mid,) = _kernel_records(cases, "middle_axis_max", "loop")
     assert mid["grid"] == [4 * 2, 1, 1] and mid["shared_bytes"] == 8 * 32 * 4
     mm = _kernel_records(cases, "matmul_bias_tanh", "contraction")

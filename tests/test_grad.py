@@ -266,6 +266,34 @@ def test_zero_cotangent_through_an_infinite_constant_stays_zero_in_every_float(d
     np.testing.assert_array_equal(np.asarray(g).astype(np.float32), [0.0, 0.0])
 
 
+@pytest.mark.parametrize("dtype,tol", [("bfloat16", 2e-2), ("float16", 4e-3)])
+def test_narrow_float_cotangent_sums_accumulate_in_float32(dtype, tol):
+    """The gradient of a bias broadcast over 4096 rows sums the rows' cotangents (a broadcast's
+    VJP). In bfloat16 that sum was a bfloat16 running sum: a cross-entropy's bias gradient came
+    out 95 % off. It accumulates in float32 now (ops/reduction.reduce_sum), eagerly and under
+    jit, within the dtype's rounding of the float64 gradient."""
+    from nova.nn import functional as F
+
+    dt = jnp.dtype(dtype)
+    rng = np.random.default_rng(0)
+    n, v = 4096, 256
+    x = rng.standard_normal((n, v)).astype(dt)
+    b = (0.1 * rng.standard_normal(v)).astype(dt)
+    labels = rng.integers(0, v, n).astype(np.int32)
+    z = x.astype(np.float64) + b.astype(np.float64)
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    p[np.arange(n), labels] -= 1.0
+    want = p.sum(axis=0) / n
+
+    def loss(x, b):
+        return F.cross_entropy(x + b, labels)
+
+    for fn in (nova.grad(loss, argnums=1), nova.jit(nova.grad(loss, argnums=1))):
+        got = np.asarray(fn(x, b)).astype(np.float64)
+        assert np.abs(got - want).max() <= tol * np.abs(want).max()
+
+
 def test_zero_safe_product_is_bitwise_the_masked_product_and_keeps_its_derivative():
     """VJPs multiply cotangent and partial as ct * d with d read as 0 where ct == 0 and d is not
     finite (DESIGN.md, Numerics): bit for bit (signed zeros included), eagerly and compiled, and

@@ -11,6 +11,9 @@ from nova.ops import elementwise as ew
 from nova.ops import structural as st
 
 
+_NARROW_FLOATS = (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
+
+
 def _axes_rule(name):
     def rule(x, *, axes):
         for a in axes:
@@ -126,8 +129,17 @@ reduce_min_p = Primitive(
 
 
 def reduce_sum(x, axes):
+    """Sum over `axes`. float16/bfloat16 values accumulate in float32 and round once, as
+    nova.numpy.sum and XLA do: every VJP that sums a cotangent (a broadcast's, a bias's)
+    comes here, and a bfloat16 running sum over 8192 rows is ~10 % off (the primitive itself
+    sums in its element type)."""
     axes = tuple(sorted(int(a) for a in axes))
-    return reduce_sum_p.bind(x, axes=axes) if axes else x
+    if not axes:
+        return x
+    if x.dtype in _NARROW_FLOATS:
+        wide = reduce_sum_p.bind(ew.convert_element_type(x, np.float32), axes=axes)
+        return ew.convert_element_type(wide, x.dtype)
+    return reduce_sum_p.bind(x, axes=axes)
 
 
 def reduce_max(x, axes):

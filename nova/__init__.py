@@ -1,6 +1,6 @@
 """Nova: a JAX-style functional array framework with its own MLIR compiler.
 
-`nova.numpy` for arrays, `nova.grad`/`value_and_grad`/`vjp`/`jvp` for derivatives (`custom_vjp` for a
+`nova.numpy` for arrays, `nova.grad`/`value_and_grad`/`vjp`/`jvp` for derivatives (`custom_vjp`, `custom_jvp` for a
 rule of one's own), `nova.jit` to
 trace a function into one Program and compile it. See DESIGN.md (../shared) for the architecture.
 """
@@ -8,10 +8,9 @@ trace a function into one Program and compile it. See DESIGN.md (../shared) for 
 import importlib as _importlib
 import sys as _sys
 
-from nova import ops as _ops  # noqa: F401  (fills the primitive registry)
 from nova import numpy_api as numpy
+from nova import ops as _ops  # noqa: F401  (fills the primitive registry)
 from nova import tree_util
-from nova.ops import lax
 from nova.config import config
 from nova.core.array import Array
 from nova.core.errors import (
@@ -25,8 +24,10 @@ from nova.core.errors import (
     UnexpectedTracerError,
 )
 from nova.core.ir import Program, TensorType, parse_program
-from nova.grad import custom_vjp, grad, jvp, value_and_grad, vjp
+from nova.custom_derivatives import custom_jvp, custom_vjp
+from nova.grad import grad, jvp, value_and_grad, vjp
 from nova.jit import ShapeDtypeStruct, jit, make_program
+from nova.ops import lax
 from nova.runtime.devices import Device, default_device, device_put, devices
 
 _sys.modules["nova.numpy"] = numpy
@@ -35,12 +36,35 @@ _sys.modules["nova.lax"] = lax
 __version__ = "0.1.0"
 
 __all__ = [
-    "Array", "CompilerError", "ConcretizationTypeError", "DeletedArrayError", "Device",
-    "NovaError", "default_device", "device_put", "devices",
-    "OutOfMemoryError", "Program", "ShapeDtypeStruct", "ShapeError", "TensorType",
-    "TracerBoolConversionError", "UnexpectedTracerError", "config", "custom_vjp", "grad", "jit",
+    "Array",
+    "CompilerError",
+    "ConcretizationTypeError",
+    "DeletedArrayError",
+    "Device",
+    "NovaError",
+    "OutOfMemoryError",
+    "Program",
+    "ShapeDtypeStruct",
+    "ShapeError",
+    "TensorType",
+    "TracerBoolConversionError",
+    "UnexpectedTracerError",
+    "config",
+    "custom_jvp",
+    "custom_vjp",
+    "default_device",
+    "device_put",
+    "devices",
+    "grad",
+    "jit",
     "jvp",
-    "lax", "make_program", "numpy", "parse_program", "tree_util", "value_and_grad", "vjp",
+    "lax",
+    "make_program",
+    "numpy",
+    "parse_program",
+    "tree_util",
+    "value_and_grad",
+    "vjp",
 ]
 
 

@@ -11,9 +11,7 @@ trace, so grad-of-grad differentiates the backward equations of the inner grad l
 
 from __future__ import annotations
 
-import functools
 import inspect
-import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -23,7 +21,7 @@ from nova.core.array import Array
 from nova.core.ir import TensorType, Var
 from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from nova.core.source_info import attributed_to, short, user_frame_line
-from nova.core.trace import CUSTOM_VJP_CALL, Trace, Tracer, current_trace, trace_context
+from nova.core.trace import CUSTOM_CALLS, Trace, Tracer, current_trace, trace_context
 from nova.ops import lax
 
 
@@ -166,7 +164,7 @@ def _backward_walk(trace, relevant, active, env, wrt, outs, out_cts):
             else:
                 ct, out = cts[0], out_tr[0]
             primals = [trace.tracer_of(v) for v in e.inputs]
-            if e.prim.name == CUSTOM_VJP_CALL:
+            if e.prim.name in CUSTOM_CALLS:
                 _check_closure(trace, e, active)
             with attributed_to(e.source):
                 cts_in = e.prim.vjp(ct, *primals, out=out, **e.params)
@@ -177,17 +175,19 @@ def _backward_walk(trace, relevant, active, env, wrt, outs, out_cts):
 
 
 def _check_closure(trace: Trace, e, active: set) -> None:
-    """Raises TypeError when a custom_vjp call's fwd closed over a value being differentiated
-    (bwd gives no cotangent for it, so it would silently be zero; jax.custom_vjp raises too)."""
+    """Raises TypeError when a custom_vjp call's fwd (a custom_jvp call's function) closed over
+    a value being differentiated: the rule gives derivatives for the arguments only, so that
+    value's would silently be zero (jax.custom_vjp raises too)."""
     p = e.params
+    rule = p["rule"]
     for v in e.inputs[p["n_args"] + p["n_out"] + p["n_res"]:]:
         if id(v) in active:
             t = trace.tracer_of(v)
             raise TypeError(
-                f"custom_vjp {p['rule'].name}: its fwd closes over a value that is being "
-                f"differentiated ({t.aval}, created at {short(t._source)}); its cotangent "
-                "would be lost: pass it to the function as an argument (and give bwd a "
-                "cotangent for it)")
+                f"{rule.kind} {rule.name}: its {rule.primal_fn} closes over a value that is "
+                f"being differentiated ({t.aval}, created at {short(t._source)}); its "
+                "derivative would be lost: pass it to the function as an argument (and give "
+                "the rule a derivative for it)")
 
 
 def _jvp_via_vjp(trace: Trace, e, primals, tangents):
@@ -220,6 +220,8 @@ def forward_pass(trace: Trace, start: int, end: int, wrt: list[Var], tangents: l
         for e in trace.eqns[start:end]:
             if not e.prim.differentiable or not any(id(v) in tan for v in e.inputs):
                 continue
+            if e.prim.name in CUSTOM_CALLS:
+                _check_closure(trace, e, tan)
             primals = [trace.tracer_of(v) for v in e.inputs]
             ts = [tan.get(id(v)) if id(v) in tan else _zeros_like(p) for v, p in zip(e.inputs, primals, strict=True)]
             out_tr = [trace.tracer_of(v) for v in e.outputs]
@@ -431,262 +433,3 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
         return primal_out, tangent_out, scope.export(aux)
     return primal_out, tangent_out
 
-
-# --- custom derivatives --------------------------------------------------------------------------
-
-
-class _CustomVJPRule:
-    """What the marker of one custom_vjp call needs to apply its bwd: the rule, the static
-    (nondiff) arguments, and the structures of the differentiated arguments, the primal output
-    and the residuals (static residual leaves by position)."""
-
-    def __init__(self, name, bwd, nondiff, arg_trees, out_tree, res_tree, res_static, arg_types):
-        self.name = name
-        self.bwd = bwd
-        self.nondiff = nondiff
-        self.arg_trees = arg_trees  # one treedef per differentiated positional argument
-        self.out_tree = out_tree
-        self.res_tree = res_tree
-        self.res_static = res_static  # {leaf position: a residual leaf that is no array}
-        self.arg_types = arg_types  # TensorType of each differentiated argument leaf
-
-    def __repr__(self):
-        return f"custom_vjp({self.name})"
-
-
-def _custom_vjp_call_shape(*in_types, rule, n_args, n_out, n_res):
-    return tuple(in_types[n_args:n_args + n_out])
-
-
-def _custom_vjp_call_impl(*vals, rule, n_args, n_out, n_res):
-    return tuple(vals[n_args:n_args + n_out])
-
-
-def _custom_vjp_call_vjp(ct, *primals, out, rule, n_args, n_out, n_res):
-    """The cotangents of a custom_vjp call's arguments: rule.bwd(*nondiff, residuals, ct)."""
-    res_leaves = list(primals[n_args + n_out:n_args + n_out + n_res])
-    for pos, leaf in sorted(rule.res_static.items()):
-        res_leaves.insert(pos, leaf)
-    res = tree_unflatten(rule.res_tree, res_leaves)
-    g = tree_unflatten(rule.out_tree, list(ct))
-    got = rule.bwd(*rule.nondiff, res, g)
-    n = len(rule.arg_trees)
-    if not isinstance(got, tuple | list) or len(got) != n:
-        raise TypeError(
-            f"custom_vjp {rule.name}: the bwd rule must return a tuple with one cotangent per "
-            f"differentiated argument ({n}), got "
-            f"{type(got).__name__}{f' of length {len(got)}' if isinstance(got, tuple | list) else ''}")
-    cts = []
-    for i, (g_i, td) in enumerate(zip(got, rule.arg_trees, strict=True)):
-        if g_i is None:
-            cts += [None] * td.num_leaves
-        else:
-            leaves, gtd = tree_flatten(g_i)
-            if gtd != td:  # None in a leaf's place: a zero cotangent for that leaf
-                leaves, gtd = tree_flatten(g_i, is_leaf=lambda x: x is None)
-            if gtd != td:
-                raise TypeError(f"custom_vjp {rule.name}: the bwd rule's cotangent {i} has the "
-                                f"structure {gtd}, but argument {i} has {td}")
-            cts += leaves
-    args_ct = []
-    for j, (c, t) in enumerate(zip(cts, rule.arg_types, strict=True)):
-        if c is None or not dtypes.is_float(t.dtype):
-            args_ct.append(None)  # a zero cotangent, or an integer argument's (none)
-            continue
-        c = lax.convert_element_type(current_trace().lift(_as_array_like(c, "cotangent")), t.dtype)
-        if c.shape != t.shape:
-            raise ValueError(f"custom_vjp {rule.name}: the bwd rule's cotangent for argument "
-                             f"leaf {j} has shape {c.shape}, but the argument has shape {t.shape}")
-        args_ct.append(c)
-    return tuple(args_ct) + (None,) * (len(primals) - n_args)
-
-
-def _custom_vjp_call_cost(in_types, out_types, **params):
-    from nova.core.primitive import Cost
-
-    return Cost(0, sum(t.nbytes for t in out_types))
-
-
-def _make_custom_vjp_call():
-    from nova.core.primitive import FusionKind, Primitive, Template
-    from nova.core.trace import CUSTOM_VJP_CALL
-
-    return Primitive(
-        CUSTOM_VJP_CALL, shape_rule=_custom_vjp_call_shape, impl=_custom_vjp_call_impl,
-        vjp=_custom_vjp_call_vjp, jvp=None, fusion=FusionKind.OPAQUE,
-        kernel=Template(CUSTOM_VJP_CALL), cost=_custom_vjp_call_cost, multiple_results=True,
-        registered=False)
-
-
-_custom_vjp_call_p = _make_custom_vjp_call()
-
-
-_in_fwd = threading.local()  # .running: ids of the custom_vjp functions whose fwd is running
-
-
-def _is_array_leaf(x) -> bool:
-    return isinstance(x, Array | np.ndarray | np.generic | int | float | bool)
-
-
-class custom_vjp:
-    """A function with a reverse-mode derivative of its own, as `jax.custom_vjp`.
-
-    ::
-
-        @nova.custom_vjp
-        def f(x, y): ...
-        def f_fwd(x, y): return f(x, y), residuals      # (primal output, residuals)
-        def f_bwd(residuals, g): return (dx, dy)         # one cotangent per argument
-        f.defvjp(f_fwd, f_bwd)
-
-    Called outside any transform, `f` runs `fun` itself. Inside one (grad, vjp, jit), Nova runs
-    `fwd` and records a marker; reverse mode meets the marker and calls `bwd(*nondiff,
-    residuals, g)` with g the output's cotangent (the structure, shapes and dtypes of the
-    output; zeros where no cotangent flows) instead of differentiating what fwd recorded.
-    Under jit without a derivative, the marker goes when the trace becomes a Program, and what
-    only the residuals needed is removed as dead code. fwd must return f's output: the primal
-    value is taken from it.
-
-    Arguments: positional or keyword (bound to `fun`'s signature), pytrees of arrays;
-    `nondiff_argnums` lists positions of static arguments (Python values, callables) that are
-    passed to bwd first and get no cotangent. Residuals: a pytree of arrays (other leaves pass
-    through as they are). bwd returns a tuple with one entry per differentiated argument, each
-    of that argument's structure and leaf shapes (None: a zero cotangent); integer arguments'
-    entries are ignored. Higher order: reverse mode through bwd's own operations. Forward mode
-    (`jvp`) is derived by transposing bwd, which must then be linear in g.
-
-    Raises AttributeError when called before `defvjp`; TypeError when fwd does not return a
-    pair, an argument leaf is not an array (give it a `nondiff_argnums` position), or bwd
-    returns the wrong number or structure of cotangents; ValueError for a cotangent of the
-    wrong shape or a nondiff_argnums position outside the arguments.
-    """
-
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(sorted({int(i) for i in nondiff_argnums}))
-        self.fwd: Callable | None = None
-        self.bwd: Callable | None = None
-
-    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
-        """Sets the rule: fwd(*args) -> (output, residuals); bwd(*nondiff, residuals, g) ->
-        a tuple of cotangents, one per differentiated argument."""
-        if not callable(fwd) or not callable(bwd):
-            raise TypeError(f"custom_vjp {self._name()}: defvjp takes two functions, got "
-                            f"{type(fwd).__name__} and {type(bwd).__name__}")
-        self.fwd, self.bwd = fwd, bwd
-
-    def _name(self) -> str:
-        return getattr(self.fun, "__qualname__", getattr(self.fun, "__name__", "f"))
-
-    def __get__(self, obj, objtype=None):  # a method: bind as functions do
-        return self if obj is None else functools.partial(self, obj)
-
-    def __call__(self, *args, **kwargs):
-        name = self._name()
-        if self.fwd is None:
-            raise AttributeError(f"no VJP defined for the custom_vjp function {name}: call "
-                                 f"{getattr(self.fun, '__name__', 'f')}.defvjp(fwd, bwd) first")
-        args = _bind_positional(self.fun, args, kwargs, name)
-        for i in self.nondiff_argnums:
-            if not -len(args) <= i < len(args):
-                raise ValueError(f"custom_vjp {name}: nondiff_argnums {self.nondiff_argnums} "
-                                 f"names argument {i}, but {len(args)} were given")
-        trace = current_trace()
-        running = getattr(_in_fwd, "running", None)
-        if trace is None or (running is not None and id(self) in running):
-            # Outside transforms, or inside this function's own fwd rule (which calls it, as
-            # `f_fwd` returning `f(x), res` does): what fwd records is never differentiated
-            # through its own marker, so the primal function is all it needs. (Other custom_vjp
-            # functions inside a fwd keep their rules: a gradient fwd takes, a jit it traces.)
-            return self.fun(*args)
-        nondiff = {i % len(args) for i in self.nondiff_argnums}
-        for i in sorted(nondiff):
-            if any(isinstance(x, Tracer) for x in tree_leaves(args[i])):
-                raise TypeError(
-                    f"custom_vjp {name}: argument {i} is in nondiff_argnums but holds a traced "
-                    "array; pass arrays as differentiated arguments (bwd may return None for "
-                    f"them) and keep nondiff_argnums for static Python values{_where()}")
-        diff_pos = [i for i in range(len(args)) if i not in nondiff]
-        names = _arg_names(self.fun, len(args))
-        arg_trees, flat = [], []
-        with trace_context(trace):
-            for i in diff_pos:
-                leaves, td = tree_flatten(args[i])
-                for x in leaves:
-                    if not _is_array_leaf(x):
-                        raise TypeError(
-                            f"custom_vjp {name}: argument '{names[i]}' holds a "
-                            f"{type(x).__name__}, which is not an array; pass it through "
-                            f"nondiff_argnums=({i},) to keep it static{_where()}")
-                arg_trees.append(td)
-                flat += [trace.lift(x) for x in leaves]
-            new_args = list(args)
-            k = 0
-            for i, td in zip(diff_pos, arg_trees, strict=True):
-                new_args[i] = tree_unflatten(td, flat[k:k + td.num_leaves])
-                k += td.num_leaves
-            if running is None:
-                running = _in_fwd.running = set()
-            running.add(id(self))
-            start = len(trace.eqns)
-            try:
-                res = self.fwd(*new_args)
-            finally:
-                running.discard(id(self))
-            if not (isinstance(res, tuple) and len(res) == 2):
-                raise TypeError(f"custom_vjp {name}: fwd must return a pair (output, residuals), "
-                                f"got {type(res).__name__}{_where()}")
-            out, residuals = res
-            out_leaves, out_tree = tree_flatten(out)
-            out_tr = [trace.lift(o) for o in out_leaves]
-            res_leaves, res_tree = tree_flatten(residuals)
-            res_static = {j: r for j, r in enumerate(res_leaves) if not _is_array_leaf(r)}
-            res_tr = [trace.lift(r) for j, r in enumerate(res_leaves) if j not in res_static]
-        if not out_tr:
-            return out
-        closed = _closed_over(trace, start, flat + res_tr)
-        rule = _CustomVJPRule(name, self.bwd, tuple(args[i] for i in sorted(nondiff)),
-                              arg_trees, out_tree, res_tree, res_static,
-                              [TensorType(t.shape, t.dtype) for t in flat])
-        params = {"rule": rule, "n_args": len(flat), "n_out": len(out_tr), "n_res": len(res_tr)}
-        outs = trace.add_eqn(_custom_vjp_call_p, flat + out_tr + res_tr + closed, params,
-                             user_frame_line())
-        return tree_unflatten(out_tree, outs)
-
-
-def _closed_over(trace: Trace, start: int, given: list) -> list:
-    """Tracers of values a fwd rule read that were made before it started and are neither
-    its arguments nor its residuals nor input-free (constants): values it closed over. They join
-    the marker's inputs so that reverse mode can refuse to differentiate through them (their
-    cotangent would be dropped: bwd returns cotangents for the arguments only)."""
-    made = {id(o) for e in trace.eqns[start:] for o in e.outputs}
-    known = {id(t._var) for t in given} | made
-    out, seen = [], set()
-    for e in trace.eqns[start:]:
-        for v in e.inputs:
-            if id(v) in known or id(v) in seen or id(v) in trace._input_free:
-                continue
-            seen.add(id(v))
-            out.append(trace.tracer_of(v))
-    return out
-
-
-def _bind_positional(f, args: tuple, kwargs: dict, name: str) -> tuple:
-    """args and kwargs as one positional tuple by f's signature (defaults filled in)."""
-    try:
-        sig = inspect.signature(f)
-    except (TypeError, ValueError):  # no signature (a builtin): as given
-        if kwargs:
-            raise TypeError(f"custom_vjp {name}: keyword arguments need a function with a "
-                            "signature") from None
-        return args
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError as e:
-        raise TypeError(f"custom_vjp {name}: {e}") from None
-    bound.apply_defaults()
-    if bound.kwargs:
-        raise TypeError(f"custom_vjp {name}: keyword-only arguments {sorted(bound.kwargs)} are "
-                        "not supported; make them positional or close over them")
-    return tuple(bound.args)

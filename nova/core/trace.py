@@ -30,7 +30,7 @@ from nova.core.source_info import short, user_frame_line
 class Tracer(Array):
     """An Array standing for a value of the current trace (`var`), with its value when known."""
 
-    __slots__ = ("_trace", "_var", "_val", "_source", "_args")
+    __slots__ = ("_args", "_source", "_trace", "_val", "_var")
 
     def __init__(self, trace: Trace, var: Var, val, source: str | None, args: frozenset):
         self._trace = trace
@@ -137,7 +137,7 @@ class Trace:
         # its host values uploaded to a GPU: id(var) -> the GPU Array.
         self.borrowed: set[int] = set()
         self._uploaded: dict[int, Array] = {}
-        self.custom_calls = 0  # custom_vjp_call markers recorded (see to_program)
+        self.custom_calls = 0  # custom_vjp/custom_jvp markers recorded (see to_program)
 
     # --- values entering the trace ----------------------------------------------------------
     def new_input(self, type_: TensorType, value=None, name: str | None = None) -> Tracer:
@@ -218,9 +218,9 @@ class Trace:
         out_types = _check_shape_rule(prim, [v.type for v in in_vars], params, source)
         outs = [Var(t) for t in out_types]
         vals = [None] * len(outs)
-        if prim.name == CUSTOM_VJP_CALL:
-            # The marker of a custom_vjp function's call (grad.custom_vjp): its results are its
-            # primal-output inputs, computed already; nothing is evaluated.
+        if prim.name in CUSTOM_CALLS:
+            # The marker of a custom_vjp or custom_jvp function's call (custom_derivatives.py):
+            # its results are its primal-output inputs, computed already; nothing is evaluated.
             self.custom_calls += 1
             n_args = params["n_args"]
             vals = [t._val for t in ins[n_args:n_args + len(outs)]]
@@ -236,9 +236,7 @@ class Trace:
             if a and a is not args:
                 args = a if not args else args | a
         self.eqns.append(Eqn(prim, in_vars, params, outs, source, self.stage))
-        if prim.name in _FINITE_KEEPING and id(in_vars[0]) in self.finite:
-            self.finite.add(id(outs[0]))
-        elif prim.name == "constant" and _small_and_finite(params["value"]):
+        if prim.name in _FINITE_KEEPING and id(in_vars[0]) in self.finite or prim.name == "constant" and _small_and_finite(params["value"]):
             self.finite.add(id(outs[0]))
         if len(outs) == 1:
             result = [self._make(outs[0], vals[0], source, args)]
@@ -293,7 +291,7 @@ class Trace:
     def to_program(self, outputs: list, *, keep_custom_rules: bool = False) -> Program:
         """The Program of the recorded equations with `outputs` as its results.
 
-        The markers of custom_vjp calls (grad.custom_vjp) are removed: each marker's results
+        The markers of custom_vjp and custom_jvp calls (custom_derivatives.py) are removed: each marker's results
         become the primal outputs it marks, so the compiler sees only registered primitives (by
         then reverse mode has applied the custom rules it met). keep_custom_rules=True keeps
         them, for a Program that is replayed into another trace (jit's `_inline`), never
@@ -307,18 +305,21 @@ class Trace:
 
 _NO_ARGS = frozenset()
 
-# The name of the marker primitive of a custom_vjp call (defined in nova/grad.py, not registered:
-# it lives only in traces; Trace.to_program removes it).
+# The names of the marker primitives of custom_vjp and custom_jvp calls (defined in
+# nova/custom_derivatives.py, not registered: they live only in traces; Trace.to_program removes
+# them). Both have params n_args, n_out, n_res, and results = inputs[n_args:n_args + n_out].
 CUSTOM_VJP_CALL = "custom_vjp_call"
+CUSTOM_JVP_CALL = "custom_jvp_call"
+CUSTOM_CALLS = frozenset({CUSTOM_VJP_CALL, CUSTOM_JVP_CALL})
 
 
 def _without_custom_calls(eqns: list, outs: list) -> tuple[list, list]:
-    """`eqns` without custom_vjp_call markers, each marker's results replaced by the primal
+    """`eqns` without custom_vjp/custom_jvp markers, each marker's results replaced by the primal
     outputs it marks (inputs n_args .. n_args + n_out), in later equations and in `outs`."""
     alias: dict[int, Var] = {}
     kept = []
     for e in eqns:
-        if e.prim.name == CUSTOM_VJP_CALL:
+        if e.prim.name in CUSTOM_CALLS:
             n_args = e.params["n_args"]
             for o, v in zip(e.outputs, e.inputs[n_args:n_args + len(e.outputs)], strict=True):
                 alias[id(o)] = alias.get(id(v), v)

@@ -341,7 +341,7 @@ def _linear_ce_bwd(ignore_index, reduction, chunk, res, ct):
 
 
 def _make_linear_ce():
-    from nova.grad import custom_vjp
+    from nova.custom_derivatives import custom_vjp
 
     f = custom_vjp(_linear_ce_value, nondiff_argnums=(4, 5, 6))
     f.defvjp(_linear_ce_fwd, _linear_ce_bwd)

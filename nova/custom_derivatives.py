@@ -1,0 +1,561 @@
+"""Functions with derivative rules of their own: `custom_vjp` and `custom_jvp`, as JAX's.
+
+Both record a marker equation in the current trace (an unregistered primitive that lives only in
+traces: core/trace.py removes it in `Trace.to_program`, so the compiler never sees one). The
+marker's inputs are the call's argument leaves, then the primal output leaves already computed,
+then (custom_vjp) the residuals, then values the rule closed over; its results are the primal
+outputs. Reverse mode (grad.py `_backward_walk`) and forward mode (`forward_pass`) meet the
+marker and call its rule instead of differentiating what produced the outputs.
+
+- custom_vjp: fwd computes the output and residuals; the marker's VJP calls bwd. Forward mode
+  transposes bwd (grad.py `_jvp_via_vjp`).
+- custom_jvp: fun computes the output; the marker's JVP calls the user's jvp rule. Its VJP
+  traces the jvp rule with fresh tangent variables and runs reverse mode over the tangent
+  equations alone: they are linear in the tangents, so their VJP is the transpose of the rule
+  (what JAX gets by linearize + transpose).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from nova.core import dtypes
+from nova.core.array import Array
+from nova.core.ir import TensorType
+from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
+from nova.core.source_info import user_frame_line
+from nova.core.trace import Trace, Tracer, current_trace, trace_context
+from nova.grad import _arg_names, _as_array_like, _where, _zeros_like, backward_pass
+from nova.ops import lax
+
+
+class _CustomVJPRule:
+    """What the marker of one custom_vjp call needs to apply its bwd: the rule, the static
+    (nondiff) arguments, and the structures of the differentiated arguments, the primal output
+    and the residuals (static residual leaves by position)."""
+
+    def __init__(self, name, bwd, nondiff, arg_trees, out_tree, res_tree, res_static, arg_types):
+        self.name = name
+        self.bwd = bwd
+        self.nondiff = nondiff
+        self.arg_trees = arg_trees  # one treedef per differentiated positional argument
+        self.out_tree = out_tree
+        self.res_tree = res_tree
+        self.res_static = res_static  # {leaf position: a residual leaf that is no array}
+        self.arg_types = arg_types  # TensorType of each differentiated argument leaf
+
+    kind, primal_fn = "custom_vjp", "fwd"  # (for messages)
+
+    def __repr__(self):
+        return f"custom_vjp({self.name})"
+
+
+def _custom_vjp_call_shape(*in_types, rule, n_args, n_out, n_res):
+    return tuple(in_types[n_args:n_args + n_out])
+
+
+def _custom_vjp_call_impl(*vals, rule, n_args, n_out, n_res):
+    return tuple(vals[n_args:n_args + n_out])
+
+
+def _custom_vjp_call_vjp(ct, *primals, out, rule, n_args, n_out, n_res):
+    """The cotangents of a custom_vjp call's arguments: rule.bwd(*nondiff, residuals, ct)."""
+    res_leaves = list(primals[n_args + n_out:n_args + n_out + n_res])
+    for pos, leaf in sorted(rule.res_static.items()):
+        res_leaves.insert(pos, leaf)
+    res = tree_unflatten(rule.res_tree, res_leaves)
+    g = tree_unflatten(rule.out_tree, list(ct))
+    got = rule.bwd(*rule.nondiff, res, g)
+    n = len(rule.arg_trees)
+    if not isinstance(got, tuple | list) or len(got) != n:
+        raise TypeError(
+            f"custom_vjp {rule.name}: the bwd rule must return a tuple with one cotangent per "
+            f"differentiated argument ({n}), got "
+            f"{type(got).__name__}{f' of length {len(got)}' if isinstance(got, tuple | list) else ''}")
+    cts = []
+    for i, (g_i, td) in enumerate(zip(got, rule.arg_trees, strict=True)):
+        if g_i is None:
+            cts += [None] * td.num_leaves
+        else:
+            leaves, gtd = tree_flatten(g_i)
+            if gtd != td:  # None in a leaf's place: a zero cotangent for that leaf
+                leaves, gtd = tree_flatten(g_i, is_leaf=lambda x: x is None)
+            if gtd != td:
+                raise TypeError(f"custom_vjp {rule.name}: the bwd rule's cotangent {i} has the "
+                                f"structure {gtd}, but argument {i} has {td}")
+            cts += leaves
+    args_ct = []
+    for j, (c, t) in enumerate(zip(cts, rule.arg_types, strict=True)):
+        if c is None or not dtypes.is_float(t.dtype):
+            args_ct.append(None)  # a zero cotangent, or an integer argument's (none)
+            continue
+        c = lax.convert_element_type(current_trace().lift(_as_array_like(c, "cotangent")), t.dtype)
+        if c.shape != t.shape:
+            raise ValueError(f"custom_vjp {rule.name}: the bwd rule's cotangent for argument "
+                             f"leaf {j} has shape {c.shape}, but the argument has shape {t.shape}")
+        args_ct.append(c)
+    return tuple(args_ct) + (None,) * (len(primals) - n_args)
+
+
+def _custom_vjp_call_cost(in_types, out_types, **params):
+    from nova.core.primitive import Cost
+
+    return Cost(0, sum(t.nbytes for t in out_types))
+
+
+def _make_custom_vjp_call():
+    from nova.core.primitive import FusionKind, Primitive, Template
+    from nova.core.trace import CUSTOM_VJP_CALL
+
+    return Primitive(
+        CUSTOM_VJP_CALL, shape_rule=_custom_vjp_call_shape, impl=_custom_vjp_call_impl,
+        vjp=_custom_vjp_call_vjp, jvp=None, fusion=FusionKind.OPAQUE,
+        kernel=Template(CUSTOM_VJP_CALL), cost=_custom_vjp_call_cost, multiple_results=True,
+        registered=False)
+
+
+_custom_vjp_call_p = _make_custom_vjp_call()
+
+
+_in_fwd = threading.local()  # .running: ids of the custom_vjp functions whose fwd is running
+
+
+def _is_array_leaf(x) -> bool:
+    return isinstance(x, Array | np.ndarray | np.generic | int | float | bool)
+
+
+class custom_vjp:
+    """A function with a reverse-mode derivative of its own, as `jax.custom_vjp`.
+
+    ::
+
+        @nova.custom_vjp
+        def f(x, y): ...
+        def f_fwd(x, y): return f(x, y), residuals      # (primal output, residuals)
+        def f_bwd(residuals, g): return (dx, dy)         # one cotangent per argument
+        f.defvjp(f_fwd, f_bwd)
+
+    Called outside any transform, `f` runs `fun` itself. Inside one (grad, vjp, jit), Nova runs
+    `fwd` and records a marker; reverse mode meets the marker and calls `bwd(*nondiff,
+    residuals, g)` with g the output's cotangent (the structure, shapes and dtypes of the
+    output; zeros where no cotangent flows) instead of differentiating what fwd recorded.
+    Under jit without a derivative, the marker goes when the trace becomes a Program, and what
+    only the residuals needed is removed as dead code. fwd must return f's output: the primal
+    value is taken from it.
+
+    Arguments: positional or keyword (bound to `fun`'s signature), pytrees of arrays;
+    `nondiff_argnums` lists positions of static arguments (Python values, callables) that are
+    passed to bwd first and get no cotangent. Residuals: a pytree of arrays (other leaves pass
+    through as they are). bwd returns a tuple with one entry per differentiated argument, each
+    of that argument's structure and leaf shapes (None: a zero cotangent); integer arguments'
+    entries are ignored. Higher order: reverse mode through bwd's own operations. Forward mode
+    (`jvp`) is derived by transposing bwd, which must then be linear in g.
+
+    Raises AttributeError when called before `defvjp`; TypeError when fwd does not return a
+    pair, an argument leaf is not an array (give it a `nondiff_argnums` position), or bwd
+    returns the wrong number or structure of cotangents; ValueError for a cotangent of the
+    wrong shape or a nondiff_argnums position outside the arguments.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted({int(i) for i in nondiff_argnums}))
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        """Sets the rule: fwd(*args) -> (output, residuals); bwd(*nondiff, residuals, g) ->
+        a tuple of cotangents, one per differentiated argument."""
+        if not callable(fwd) or not callable(bwd):
+            raise TypeError(f"custom_vjp {self._name()}: defvjp takes two functions, got "
+                            f"{type(fwd).__name__} and {type(bwd).__name__}")
+        self.fwd, self.bwd = fwd, bwd
+
+    def _name(self) -> str:
+        return getattr(self.fun, "__qualname__", getattr(self.fun, "__name__", "f"))
+
+    def __get__(self, obj, objtype=None):  # a method: bind as functions do
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        name = self._name()
+        if self.fwd is None:
+            raise AttributeError(f"no VJP defined for the custom_vjp function {name}: call "
+                                 f"{getattr(self.fun, '__name__', 'f')}.defvjp(fwd, bwd) first")
+        args = _bind_positional(self.fun, args, kwargs, name)
+        for i in self.nondiff_argnums:
+            if not -len(args) <= i < len(args):
+                raise ValueError(f"custom_vjp {name}: nondiff_argnums {self.nondiff_argnums} "
+                                 f"names argument {i}, but {len(args)} were given")
+        trace = current_trace()
+        running = getattr(_in_fwd, "running", None)
+        if trace is None or (running is not None and id(self) in running):
+            # Outside transforms, or inside this function's own fwd rule (which calls it, as
+            # `f_fwd` returning `f(x), res` does): what fwd records is never differentiated
+            # through its own marker, so the primal function is all it needs. (Other custom_vjp
+            # functions inside a fwd keep their rules: a gradient fwd takes, a jit it traces.)
+            return self.fun(*args)
+        nondiff = {i % len(args) for i in self.nondiff_argnums}
+        for i in sorted(nondiff):
+            if any(isinstance(x, Tracer) for x in tree_leaves(args[i])):
+                raise TypeError(
+                    f"custom_vjp {name}: argument {i} is in nondiff_argnums but holds a traced "
+                    "array; pass arrays as differentiated arguments (bwd may return None for "
+                    f"them) and keep nondiff_argnums for static Python values{_where()}")
+        diff_pos = [i for i in range(len(args)) if i not in nondiff]
+        names = _arg_names(self.fun, len(args))
+        arg_trees, flat = [], []
+        with trace_context(trace):
+            for i in diff_pos:
+                leaves, td = tree_flatten(args[i])
+                for x in leaves:
+                    if not _is_array_leaf(x):
+                        raise TypeError(
+                            f"custom_vjp {name}: argument '{names[i]}' holds a "
+                            f"{type(x).__name__}, which is not an array; pass it through "
+                            f"nondiff_argnums=({i},) to keep it static{_where()}")
+                arg_trees.append(td)
+                flat += [trace.lift(x) for x in leaves]
+            new_args = list(args)
+            k = 0
+            for i, td in zip(diff_pos, arg_trees, strict=True):
+                new_args[i] = tree_unflatten(td, flat[k:k + td.num_leaves])
+                k += td.num_leaves
+            if running is None:
+                running = _in_fwd.running = set()
+            running.add(id(self))
+            start = len(trace.eqns)
+            try:
+                res = self.fwd(*new_args)
+            finally:
+                running.discard(id(self))
+            if not (isinstance(res, tuple) and len(res) == 2):
+                raise TypeError(f"custom_vjp {name}: fwd must return a pair (output, residuals), "
+                                f"got {type(res).__name__}{_where()}")
+            out, residuals = res
+            out_leaves, out_tree = tree_flatten(out)
+            out_tr = [trace.lift(o) for o in out_leaves]
+            res_leaves, res_tree = tree_flatten(residuals)
+            res_static = {j: r for j, r in enumerate(res_leaves) if not _is_array_leaf(r)}
+            res_tr = [trace.lift(r) for j, r in enumerate(res_leaves) if j not in res_static]
+        if not out_tr:
+            return out
+        closed = _closed_over(trace, start, flat + res_tr)
+        rule = _CustomVJPRule(name, self.bwd, tuple(args[i] for i in sorted(nondiff)),
+                              arg_trees, out_tree, res_tree, res_static,
+                              [TensorType(t.shape, t.dtype) for t in flat])
+        params = {"rule": rule, "n_args": len(flat), "n_out": len(out_tr), "n_res": len(res_tr)}
+        outs = trace.add_eqn(_custom_vjp_call_p, flat + out_tr + res_tr + closed, params,
+                             user_frame_line())
+        return tree_unflatten(out_tree, outs)
+
+
+def _closed_over(trace: Trace, start: int, given: list) -> list:
+    """Tracers of values a fwd rule read that were made before it started and are neither
+    its arguments nor its residuals nor input-free (constants): values it closed over. They join
+    the marker's inputs so that reverse mode can refuse to differentiate through them (their
+    cotangent would be dropped: bwd returns cotangents for the arguments only)."""
+    made = {id(o) for e in trace.eqns[start:] for o in e.outputs}
+    known = {id(t._var) for t in given} | made
+    out, seen = [], set()
+    for e in trace.eqns[start:]:
+        for v in e.inputs:
+            if id(v) in known or id(v) in seen or id(v) in trace._input_free:
+                continue
+            seen.add(id(v))
+            out.append(trace.tracer_of(v))
+    return out
+
+
+def _bind_positional(f, args: tuple, kwargs: dict, name: str) -> tuple:
+    """args and kwargs as one positional tuple by f's signature (defaults filled in)."""
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):  # no signature (a builtin): as given
+        if kwargs:
+            raise TypeError(f"custom_vjp {name}: keyword arguments need a function with a "
+                            "signature") from None
+        return args
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"custom_vjp {name}: {e}") from None
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"custom_vjp {name}: keyword-only arguments {sorted(bound.kwargs)} are "
+                        "not supported; make them positional or close over them")
+    return tuple(bound.args)
+
+
+# --- custom_jvp ------------------------------------------------------------------------------------
+
+
+class _CustomJVPRule:
+    """What the marker of one custom_jvp call needs to apply the jvp rule: the rule, the static
+    (nondiff) arguments, the structures of the differentiated arguments and of the output, and
+    the argument leaves' types."""
+
+    kind, primal_fn = "custom_jvp", "function"  # (for messages)
+
+    def __init__(self, name, jvp, nondiff, arg_trees, out_tree, arg_types, out_types, owner):
+        self.name = name
+        self.jvp = jvp
+        self.nondiff = nondiff
+        self.arg_trees = arg_trees
+        self.out_tree = out_tree
+        self.arg_types = arg_types
+        self.out_types = out_types
+        self.owner = owner  # the custom_jvp object (its own calls inside the rule run fun)
+
+    def __repr__(self):
+        return f"custom_jvp({self.name})"
+
+    def tangents_out(self, arg_leaves: list, tangent_leaves: list) -> list:
+        """The rule's tangent output leaves (lifted into the current trace, of the output's
+        shapes and dtypes) for these argument and tangent leaves."""
+        def tree(leaves):
+            out, k = [], 0
+            for td in self.arg_trees:
+                out.append(tree_unflatten(td, leaves[k:k + td.num_leaves]))
+                k += td.num_leaves
+            return tuple(out)
+
+        running = getattr(_in_rule, "running", None)
+        if running is None:
+            running = _in_rule.running = set()
+        mine = id(self.owner) not in running
+        running.add(id(self.owner))
+        try:
+            got = self.jvp(*self.nondiff, tree(arg_leaves), tree(tangent_leaves))
+        finally:
+            if mine:
+                running.discard(id(self.owner))
+        if not (isinstance(got, tuple) and len(got) == 2):
+            raise TypeError(f"custom_jvp {self.name}: the jvp rule must return a pair "
+                            f"(primal_out, tangent_out), got {type(got).__name__}{_where()}")
+        _, t_out = got
+        leaves, td = tree_flatten(t_out)
+        if td != self.out_tree:
+            leaves, td = tree_flatten(t_out, is_leaf=lambda x: x is None)
+        if td != self.out_tree:
+            raise TypeError(f"custom_jvp {self.name}: the jvp rule's tangent_out has the "
+                            f"structure {td}, but the function's output has {self.out_tree}")
+        trace = current_trace()
+        out = []
+        for j, (t, ty) in enumerate(zip(leaves, self.out_types, strict=True)):
+            if t is None or not dtypes.is_float(ty.dtype):
+                out.append(lax.full(ty.shape, 0, ty.dtype))
+                continue
+            t = lax.convert_element_type(trace.lift(_as_array_like(t, "tangent")), ty.dtype)
+            if t.shape != ty.shape:
+                try:
+                    fits = np.broadcast_shapes(t.shape, ty.shape) == ty.shape
+                except ValueError:
+                    fits = False
+                if not fits:
+                    raise ValueError(f"custom_jvp {self.name}: the jvp rule's tangent for output "
+                                     f"leaf {j} has shape {t.shape}, but the output has shape "
+                                     f"{ty.shape}")
+                t = lax.broadcast_to(t, ty.shape)
+            out.append(t)
+        return out
+
+
+def _custom_jvp_call_jvp(ts, *primals, out, rule, n_args, n_out, n_res):
+    """Forward mode at a custom_jvp call: the user's rule on the argument tangents."""
+    return tuple(rule.tangents_out(list(primals[:n_args]), list(ts[:n_args])))
+
+
+def _custom_jvp_call_vjp(ct, *primals, out, rule, n_args, n_out, n_res):
+    """Reverse mode at a custom_jvp call: the jvp rule traced with fresh tangent variables, then
+    reverse mode over the equations computing the tangent output from them. Those are linear in
+    the tangents (a jvp rule's tangent output is), so their VJP is the transpose of the rule."""
+    trace = current_trace()
+    args = list(primals[:n_args])
+    ts = [lax.copy(_zeros_like(a)) for a in args]  # each its own variable
+    start = len(trace.eqns)
+    t_out = rule.tangents_out(args, ts)
+    wrt = [t._var for a, t in zip(args, ts, strict=True) if dtypes.is_float(a.dtype)]
+    cts = list(ct) if isinstance(ct, tuple) else [ct]
+    got = iter(backward_pass(trace, start, len(trace.eqns), wrt, [t._var for t in t_out], cts))
+    args_ct = [next(got) if dtypes.is_float(a.dtype) else None for a in args]
+    return tuple(args_ct) + (None,) * (len(primals) - n_args)
+
+
+def _make_custom_jvp_call():
+    from nova.core.primitive import FusionKind, Primitive, Template
+    from nova.core.trace import CUSTOM_JVP_CALL
+
+    return Primitive(
+        CUSTOM_JVP_CALL, shape_rule=_custom_vjp_call_shape, impl=_custom_vjp_call_impl,
+        vjp=_custom_jvp_call_vjp, jvp=_custom_jvp_call_jvp, fusion=FusionKind.OPAQUE,
+        kernel=Template(CUSTOM_JVP_CALL), cost=_custom_vjp_call_cost, multiple_results=True,
+        registered=False)
+
+
+_custom_jvp_call_p = _make_custom_jvp_call()
+_in_rule = threading.local()  # .running: ids of the custom_jvp functions whose rule is running
+
+
+class custom_jvp:
+    """A function with a forward-mode derivative of its own, as `jax.custom_jvp`.
+
+    ::
+
+        @nova.custom_jvp
+        def f(x, y): ...
+        @f.defjvp
+        def f_jvp(primals, tangents):            # (x, y), (tx, ty)
+            x, y = primals
+            out = f(x, y)
+            return out, tangent_out               # same structure, shapes, dtypes as out
+
+        f.defjvps(lambda tx, out, x, y: ..., None)   # or one rule per argument (None: zero)
+
+    Called outside any transform, `f` runs `fun`. Inside one (grad, vjp, jvp, jit), f's value
+    comes from `fun` and a marker is recorded: forward mode (`nova.jvp`) calls the rule on the
+    arguments' tangents; reverse mode (`grad`, `vjp`) transposes the rule's tangent output,
+    which must be linear in the tangents (as in JAX, which linearizes and transposes it). Under
+    jit without a derivative only `fun` remains. Higher order differentiates the rule's own
+    operations (it must be differentiable itself for second derivatives).
+
+    Arguments: positional or keyword (bound to `fun`'s signature), pytrees of arrays;
+    `nondiff_argnums` lists positions of static arguments, passed to the rule first
+    (`rule(*nondiff, primals, tangents)`) and kept out of primals and tangents. Tangents of
+    integer arguments are zeros; the rule's tangent_out may hold None (a zero) and scalars or
+    arrays that broadcast to the output leaf's shape; it is converted to the output's dtype.
+
+    Raises AttributeError when called before `defjvp`; TypeError when the rule does not return a
+    pair or tangent_out's structure differs from the output's, an argument leaf is not an array
+    (give it a `nondiff_argnums` position), a nondiff argument is traced, or `fun` closes over a
+    value being differentiated; ValueError for a tangent that does not broadcast to its
+    output's shape or a nondiff_argnums position outside the arguments.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted({int(i) for i in nondiff_argnums}))
+        self.jvp: Callable | None = None
+
+    def defjvp(self, jvp: Callable) -> Callable:
+        """Sets the rule jvp(*nondiff, primals, tangents) -> (primal_out, tangent_out); returns
+        it (so it works as a decorator)."""
+        if not callable(jvp):
+            raise TypeError(f"custom_jvp {self._name()}: defjvp takes a function, got "
+                            f"{type(jvp).__name__}")
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *tangent_fns: Callable | None) -> None:
+        """Sets the rule from one function per differentiated argument: fn_i(t_i, primal_out,
+        *primals) -> that argument's contribution to tangent_out (None: none); the
+        contributions are added."""
+        fun = self
+
+        def jvp(*nondiff_primals_tangents):
+            *nondiff, primals, tangents = nondiff_primals_tangents
+            if len(tangent_fns) != len(primals):
+                raise TypeError(f"custom_jvp {fun._name()}: defjvps got {len(tangent_fns)} "
+                                f"functions for {len(primals)} differentiated arguments")
+            out = fun(*_with_nondiff(fun.nondiff_argnums, nondiff, primals))
+            acc = None
+            for fn, t in zip(tangent_fns, tangents, strict=True):
+                if fn is None:
+                    continue
+                term = fn(t, out, *primals)
+                acc = term if acc is None else _tree_add(acc, term)
+            if acc is None:
+                acc = _tree_map(lambda o: None, out)
+            return out, acc
+
+        self.defjvp(jvp)
+
+    def _name(self) -> str:
+        return getattr(self.fun, "__qualname__", getattr(self.fun, "__name__", "f"))
+
+    def __get__(self, obj, objtype=None):  # a method: bind as functions do
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        name = self._name()
+        if self.jvp is None:
+            raise AttributeError(f"no JVP defined for the custom_jvp function {name}: call "
+                                 f"{getattr(self.fun, '__name__', 'f')}.defjvp(rule) first")
+        args = _bind_positional(self.fun, args, kwargs, name)
+        for i in self.nondiff_argnums:
+            if not -len(args) <= i < len(args):
+                raise ValueError(f"custom_jvp {name}: nondiff_argnums {self.nondiff_argnums} "
+                                 f"names argument {i}, but {len(args)} were given")
+        trace = current_trace()
+        running = getattr(_in_rule, "running", None)
+        if trace is None or (running is not None and id(self) in running):
+            # Outside transforms, or inside this function's own rule (`out = f(x)` there).
+            return self.fun(*args)
+        nondiff = {i % len(args) for i in self.nondiff_argnums}
+        for i in sorted(nondiff):
+            if any(isinstance(x, Tracer) for x in tree_leaves(args[i])):
+                raise TypeError(
+                    f"custom_jvp {name}: argument {i} is in nondiff_argnums but holds a traced "
+                    "array; pass arrays as differentiated arguments and keep nondiff_argnums "
+                    f"for static Python values{_where()}")
+        diff_pos = [i for i in range(len(args)) if i not in nondiff]
+        names = _arg_names(self.fun, len(args))
+        arg_trees, flat = [], []
+        with trace_context(trace):
+            for i in diff_pos:
+                leaves, td = tree_flatten(args[i])
+                for x in leaves:
+                    if not _is_array_leaf(x):
+                        raise TypeError(
+                            f"custom_jvp {name}: argument '{names[i]}' holds a "
+                            f"{type(x).__name__}, which is not an array; pass it through "
+                            f"nondiff_argnums=({i},) to keep it static{_where()}")
+                arg_trees.append(td)
+                flat += [trace.lift(x) for x in leaves]
+            new_args, k = list(args), 0
+            for i, td in zip(diff_pos, arg_trees, strict=True):
+                new_args[i] = tree_unflatten(td, flat[k:k + td.num_leaves])
+                k += td.num_leaves
+            start = len(trace.eqns)
+            out = self.fun(*new_args)
+            out_leaves, out_tree = tree_flatten(out)
+            out_tr = [trace.lift(o) for o in out_leaves]
+        if not out_tr:
+            return out
+        closed = _closed_over(trace, start, flat)
+        rule = _CustomJVPRule(name, self.jvp, tuple(args[i] for i in sorted(nondiff)),
+                              arg_trees, out_tree, [TensorType(t.shape, t.dtype) for t in flat],
+                              [TensorType(t.shape, t.dtype) for t in out_tr], self)
+        params = {"rule": rule, "n_args": len(flat), "n_out": len(out_tr), "n_res": 0}
+        outs = trace.add_eqn(_custom_jvp_call_p, flat + out_tr + closed, params,
+                             user_frame_line())
+        return tree_unflatten(out_tree, outs)
+
+
+def _with_nondiff(nondiff_argnums, nondiff, primals) -> tuple:
+    """The full positional arguments from the static ones and the differentiated ones."""
+    n = len(nondiff) + len(primals)
+    pos = {i % n for i in nondiff_argnums}
+    it_s, it_p = iter(nondiff), iter(primals)
+    return tuple(next(it_s) if i in pos else next(it_p) for i in range(n))
+
+
+def _tree_map(f, tree):
+    leaves, td = tree_flatten(tree)
+    return tree_unflatten(td, [f(x) for x in leaves])
+
+
+def _tree_add(a, b):
+    la, ta = tree_flatten(a, is_leaf=lambda x: x is None)
+    lb, tb = tree_flatten(b, is_leaf=lambda x: x is None)
+    if ta != tb:
+        raise TypeError(f"custom_jvp: defjvps terms of structures {ta} and {tb} cannot be added")
+    return tree_unflatten(ta, [y if x is None else x if y is None else x + y
+                               for x, y in zip(la, lb, strict=True)])

@@ -326,6 +326,11 @@ def _torch_equivalent(name, targs):
         return lambda: tf.gelu(targs[0] + targs[1], approximate="tanh")
     if name == "mb_add_scale":
         return lambda: (targs[0] + targs[1]) * 0.5
+    if name == "mb_bias_grad":
+        def bias_grad():
+            g = targs[0] * targs[1]
+            return g, g.sum(0), targs[0].sum(0)
+        return bias_grad
     raise KeyError(name)
 
 

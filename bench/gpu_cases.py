@@ -45,6 +45,14 @@ def _ce(logits, labels):
     return F.cross_entropy(logits, labels)
 
 
+def _bias_grad(dy, x):
+    """A product, its column sums and the column sums of dy: a LayerNorm's input-side
+    cotangent with its weight and bias gradients."""
+    g = dy * x
+    axes = tuple(range(g.ndim - 1))
+    return g, jnp.sum(g, axis=axes), jnp.sum(dy, axis=axes)
+
+
 def _mlp_step(w1, b1, w2, b2, g, x, labels):
     """One SGD step of a layer-normed GELU MLP classifier (forward, backward and update)."""
 
@@ -162,6 +170,9 @@ CHECKS = [
          nova.grad(lambda w, ids: jnp.sum(jnp.take(w, ids, axis=0) ** 2)),
          (S((50, 16), f32), S((8, 12), np.int32)), tol=1e-5, ints=((1, 50),)),
     Case("column_softmax", lambda x: F.softmax(x, axis=0), (S((100, 72), f32),), tol=1e-5),
+    # Split over the rows (codegen/cuda/column_split.py): a partials and a finishing launch.
+    Case("column_sum_split", _bias_grad, (S((4, 512, 256), f32), S((4, 512, 256), f32)),
+         tol=1e-5),
     Case("matmul_bias_tanh", lambda x, w, b: jnp.tanh(x @ w + b),
          (S((100, 70), f32), S((70, 130), f32), S((130,), f32)), tol=1e-5),
     # TF32 keeps 10 mantissa bits: ~3e-4 of the largest |x @ w|, which is ~30 here while tanh's
@@ -217,6 +228,8 @@ MEMBOUND = [
          (S((ROWS, COLS), f32), S((COLS,), f32)), tol=1e-5),
     Case("mb_add_scale", lambda x, y: (x + y) * 0.5, (S((ROWS, COLS), f32), S((ROWS, COLS), f32)),
          tol=1e-6),
+    # GPT-2 124M's bias / LayerNorm weight gradients: 768 columns over 8192 rows (split).
+    Case("mb_bias_grad", _bias_grad, (S((ROWS, 768), f32), S((ROWS, 768), f32)), tol=1e-5),
 ]
 
 

@@ -156,6 +156,9 @@ def test_schedules_and_instructions(compiled):
     # Column reductions: 32 columns per block (coalesced), 8 warps over the rows.
     (col,) = _kernel_records(cases, "column_sum", "loop")
     assert col["block"] == [256, 1, 1] and col["grid"] == [2, 1, 1]
+    # 300 rows: a loop over 4 rows per warp and iteration (4 loads issued together), then one
+    # over the last 12 rows.
+    assert col["ptx"].count("ld.global") == 4 + 1
     # ... split over the rows where that leaves SMs idle: 16 parts of 128 rows x 8 tiles, then
     # one launch adding the 16 partials.
     *_, part, finish = _kernel_records(cases, "column_sum_split", "loop")

@@ -3,7 +3,7 @@ layer-norm weight gradients: sums over the batch).
 
 One block covers 32 consecutive positions of the last (kept) axis, one per lane, so every warp
 reads 128 contiguous bytes per row; its 8 warps split the reduced positions (warp g takes
-g, g + 8, ...). The 8 partial results of a column meet in shared memory and every thread of the
+g, g + 8, ..., four per loop iteration with their loads issued together). The 8 partial results of a column meet in shared memory and every thread of the
 column combines them in warp order, so all hold the column's result for the next phase. Lanes
 past the last column compute on the last column (in bounds) and store nothing.
 """
@@ -18,6 +18,7 @@ from nova.core import dtypes
 
 LANES = 32
 GROUPS = 8
+UNROLL = 4  # reduced positions per warp and loop iteration
 
 
 class ColumnReductionMixin:
@@ -66,15 +67,23 @@ class ColumnReductionMixin:
         if len(full) + len(row_outs) + len(views) != len(self.out_args):
             raise AssertionError(f"column kernel {self.name}: an output of no known shape")
         if full or views:
-            self._group_loop("o", None)
-            idx = {**ivs, **self._column_reduced_index()}
-            self._guarded(lambda: self._store_outputs(full, idx, S))
-            at = tuple(idx[i] for i in range(len(S)))
-            for n, v in views:
-                where = dict(enumerate(_reshape_map(b, at, v.type.shape, S)))
-                self._guarded(lambda n=n, v=v, where=where: self._store_outputs(
-                    [(n, v)], where, v.type.shape))
-            self._end()
+            def store(positions, _):
+                stores = []
+                for m in positions:
+                    idx = {**ivs, **m}
+                    at = tuple(idx[i] for i in range(len(S)))
+                    stores.append((full, idx, S))
+                    for n, v in views:
+                        where = _reshape_map(b, at, v.type.shape, S)
+                        stores.append(([(n, v)], dict(enumerate(where)), v.type.shape))
+                for outs, idx, shape in stores:  # every position's loads before any store
+                    for _, v in outs:
+                        self.value(v, tuple(idx[i] for i in range(len(shape))))
+                for outs, idx, shape in stores:
+                    if outs:
+                        self._guarded(lambda o=outs, i=idx, s=shape: self._store_outputs(o, i, s))
+
+            self._group_positions("o", None, store)
         if row_outs:
             first = b.cmp("eq", self.group, b.const(0, "index"))
             self._open(f"scf.if {first.name} {{")
@@ -90,9 +99,35 @@ class ColumnReductionMixin:
         body()
         self._end()
 
-    def _group_loop(self, tag: str, accs):
-        """`scf.for %tag = group to total step GROUPS` over the flattened reduced positions."""
-        return self._open_for(tag, self.group, self.red_total, GROUPS, accs)
+    def _group_positions(self, tag: str, accs, body):
+        """Runs body(positions, accs) over this warp's reduced positions (group, group + GROUPS,
+        ...) in order, UNROLL per loop iteration, then the remainder one at a time: each warp
+        otherwise has one row's loads in flight, and a column kernel is latency-bound (in PTX
+        the loop is not unrolled). positions: {axis: index} maps; body returns the new
+        accumulators (None without). Returns the final accumulators."""
+        b = self.b
+        total, span = self.red_total, GROUPS * UNROLL
+        main = total // span * span
+        loops = [(tag, self.group, main, span, UNROLL)] if main else []
+        if main < total:
+            lo = b.add(self.group, b.const(main, "index")) if main else self.group
+            loops.append((f"{tag}t" if main else tag, lo, total, GROUPS, 1))
+        for t, lo, hi, step, n in loops:
+            res = self._open_for(t, lo, hi, step, accs)
+            first = self.cur
+            positions = []
+            for u in range(n):
+                self.cur = b.add(first, b.const(GROUPS * u, "index")) if u else first
+                positions.append(self._column_reduced_index())
+            if accs:
+                new = body(positions, [Value(f"%{t}_a{k}", a.dtype, a.width)
+                                       for k, a in enumerate(accs)])
+                self._end(new)
+                accs = [Value(f"{res}#{k}", a.dtype, a.width) for k, a in enumerate(accs)]
+            else:
+                body(positions, None)
+                self._end()
+        return accs
 
     def _column_reduced_index(self) -> dict:
         return dict(zip(self.A, self._unflatten(self.cur, list(self.red_sizes)), strict=True))
@@ -105,12 +140,18 @@ class ColumnReductionMixin:
             inits += init
             counts.append(len(init))
         self.phase_count += 1
-        tag = f"r{self.phase_count}"
-        res = self._group_loop(tag, inits)
-        accs = [Value(f"%{tag}_a{k}", a.dtype, a.width) for k, a in enumerate(inits)]
-        new = self._combine_at({**ivs, **self._column_reduced_index()}, reds, counts, accs)
-        self._end(new)
-        finals = [Value(f"{res}#{k}", a.dtype, a.width) for k, a in enumerate(inits)]
+
+        def combine(positions, accs):
+            maps = [{**ivs, **m} for m in positions]
+            for m in maps:  # every position's loads before the first combine
+                idx = tuple(m[i] for i in range(len(self.S)))
+                for r in reds:
+                    self.value(r.inputs[0], idx)
+            for m in maps:
+                accs = self._combine_at(m, reds, counts, accs)
+            return accs
+
+        finals = self._group_positions(f"r{self.phase_count}", inits, combine)
         pos = 0
         for r, n in zip(reds, counts, strict=True):
             part = finals[pos:pos + n]

@@ -47,6 +47,8 @@ from nova.compiler.codegen.cuda.matmul import emit_gpu_contraction
 from nova.compiler.codegen.cuda.scan import emit_gpu_scan
 from nova.compiler.codegen.cuda.scatter import emit_gpu_scatter
 from nova.compiler.codegen.cuda.sort import emit_gpu_sort
+from nova.compiler.codegen.cuda.split_k import GAIN as SPLIT_GAIN
+from nova.compiler.codegen.cuda.split_k import gemm_seconds, split_k_parts, traffic_seconds
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import Kernel
 from nova.compiler.plan_memory import plan_memory
@@ -77,9 +79,10 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
     if k.kind == "contraction":
         props = describe(arch)
         sms = sm_count or props.sm_count
+        optin = props.max_shared_memory_per_block_optin
         try:
-            return [(k, emit_gpu_contraction(k.name, k, precision, sms,
-                                             props.max_shared_memory_per_block_optin, arch))]
+            em = emit_gpu_contraction(k.name, k, precision, sms, optin, arch)
+            return _split_k(k, em, arch, precision, sms) or [(k, em)]
         except NotImplementedError:
             if len(k.program.eqns) > 1:  # GEMM + separate epilogue loop kernel
                 return [part for p in _split_epilogue(k)
@@ -102,6 +105,27 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
         f"cuda backend: no GPU kernel for kernel kind {k.kind!r} (ops {k.op_names()}); "
         "supported kinds: 'loop', 'contraction', 'scatter', 'scan', 'sort', 'attention', and "
         "large constants")
+
+
+def _split_k(k: Kernel, em, arch: str, precision: str, sms: int) -> list | None:
+    """k as a batched GEMM of partial products and a loop kernel adding them, when the cost
+    model of codegen/cuda/split_k.py says that is faster than GEMM emitter `em`; else None."""
+    parts = split_k_parts(k)
+    if parts is None:
+        return None
+    gemm, finish = parts
+    try:
+        em_a = emit_gpu_contraction(gemm.name, gemm, precision, sms,
+                                    describe(arch).max_shared_memory_per_block_optin, arch)
+    except NotImplementedError:
+        return None
+    before = gemm_seconds(em, arch, sms)
+    after = gemm_seconds(em_a, arch, sms) + traffic_seconds(gemm.outputs[0].type, arch)
+    if after > SPLIT_GAIN * before:
+        return None
+    gemm.schedule["split_k"] = gemm.outputs[0].type.shape[0]
+    gemm.schedule["model_us"] = (round(before * 1e6, 1), round(after * 1e6, 1))
+    return [(gemm, em_a), (finish, emit_gpu_loop_kernel(finish.name, finish))]
 
 
 def _check_limits(sym: str, em, arch: str) -> None:

@@ -9,7 +9,8 @@ TFLOP/s (TF32 and bf16) against torch/cuBLAS; causal attention forward + backwar
 kernels) against torch's scaled_dot_product_attention; fused memory-bound ops in GB/s of
 compulsory traffic against a measured device-to-device copy and torch eager; per-kernel times
 of an MLP training step; a GPT-2 training step (124M, batch 8 x 1024, AdamW, TF32 matmuls)
-against torch eager, torch.compile and jax.jit (tokens/s, peak device memory, step-0 loss).
+against torch eager, torch.compile and jax.jit (tokens/s, peak device memory, step-0 loss);
+GPT-2's GEMM shapes with each tensor-core tile forced (bench/gpu_cases.py TILES).
 Prints a short table last and writes everything to $OUT/device_check.json when OUT is set.
 
 Environment: NOVA_GPT2_CONFIG (a name of bench/gpu_cases.py GPT2_CONFIGS, default "124M"; the
@@ -702,6 +703,55 @@ def _gpt2():
             ROWS.append(("gpt2", f"nova / {fw}", f"tok/s {q['tokens_per_s']:.2f}x, peak memory "
                          f"{mem}, first step {q['first_step']:.2f}x{target}", "ok"))
         out["nova_ratios"] = ratios
+    return out
+
+
+@section("gemm_tiles")
+def _gemm_tiles():
+    """GPT-2 124M's GEMM shapes with each wgmma tile forced: the measurement the cost model of
+    codegen/cuda/split_k.py (and a future wave-aware tile rule) needs. Last but the allocator:
+    skipped past the deadline."""
+    import torch
+
+    from bench.gpu_cases import TILES, compile_case, precision, random_args
+
+    out = {}
+    if time.perf_counter() - START_TIME > DEADLINE_S:
+        ROWS.append(("gemm_tiles", "(all)", f"skipped: past NOVA_CHECK_DEADLINE_S="
+                     f"{DEADLINE_S:.0f} s", "ok"))
+        return {"skipped": True}
+    torch_done = {}
+    for case in TILES:
+        m, n, k = case.meta["mnk"]
+        try:
+            compiled = compile_case(case, target())
+            a, b = random_args(case)
+            with precision(case):
+                got = np.asarray(compiled(a, b), np.float32)
+            ta = torch.from_numpy(np.asarray(a, np.float32)).cuda()
+            tb = torch.from_numpy(np.asarray(b, np.float32)).cuda()
+            lhs = ta.T if m < k else ta
+            want = (lhs.double() @ tb.double()).cpu().numpy()
+            err = rel_err(got, want)
+            ms = nova_ms(compiled._exe, 20)
+            if (m, n, k) not in torch_done:
+                torch.backends.cuda.matmul.allow_tf32 = True
+                torch_done[(m, n, k)] = torch_ms(lambda: lhs @ tb, 20)
+                torch.backends.cuda.matmul.allow_tf32 = False
+            tms = torch_done[(m, n, k)]
+            flops = 2.0 * m * n * k
+            r = {"mnk": (m, n, k), "tile": case.meta["tile"], "nova_ms": ms, "torch_ms": tms,
+                 "nova_tflops": flops / ms / 1e9, "vs_torch": tms / ms, "rel_err": err,
+                 "grid": next((list(x.config.grid) for x in compiled._exe.launches if x.config),
+                              None),
+                 "ok": err <= case.tol}
+        except Exception as ex:  # noqa: BLE001 - the next tile must still run
+            r = {"ok": False, "error": f"{type(ex).__name__}: {ex}"}
+        out[case.name] = r
+        fig = (f"{r['nova_tflops']:.0f} TFLOP/s = {r['vs_torch']:.2f}x torch, err "
+               f"{r['rel_err']:.1e}" if "nova_ms" in r else r["error"][:70])
+        ROWS.append(("gemm_tiles", case.name, fig, "ok" if r["ok"] else "FAIL"))
+        print(f"[gemm_tiles] {case.name}: {r}", flush=True)
     return out
 
 

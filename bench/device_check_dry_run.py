@@ -50,6 +50,10 @@ def main() -> None:
 
     backend_cuda.compile_to_ptx = recording
     cases.MATMULS, cases.MEMBOUND, cases.ATTENTION = [], [], []  # too large for the simulator
+    # The forced-tile GEMMs at small shapes (x @ w and the transposed weight gradient).
+    cases.TILES[:] = [cases.tile_case(256, 256, 64, (128, 128)),
+                      cases.tile_case(256, 256, 64, (64, 64)),
+                      cases.tile_case(128, 256, 512, (64, 64))]
     # The GPT-2 step's 80 kernels too (the CHECKS list is shared: filter it in place).
     cases.CHECKS[:] = [c for c in cases.CHECKS if not c.name.startswith("gpt2")]
     runpy.run_path(os.path.join(ROOT, "bench", "device_check.py"), run_name="__main__")

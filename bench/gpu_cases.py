@@ -218,6 +218,24 @@ def matmul_case(n: int, dtype, precision: str) -> Case:
 MATMULS = [matmul_case(n, f32, "tf32") for n in MATMUL_SIZES] + \
           [matmul_case(n, bf16, "highest") for n in MATMUL_SIZES]
 
+# Timing: GPT-2 124M's GEMM shapes with each wgmma tile forced (config "gemm_tile"), to measure
+# what codegen/cuda/split_k.py's cost model assumes (bench/NOTES.md round 16): (m, n, k) of
+# x @ w, and a weight gradient x^T @ dy over 8192 rows.
+TILE_SHAPES = ((8192, 768, 768), (8192, 768, 3072), (8192, 3072, 768), (768, 3072, 8192))
+TILE_CHOICES = ((128, 256), (128, 128), (64, 64))
+
+
+def tile_case(m: int, n: int, k: int, tile: tuple) -> Case:
+    if m < k:  # the weight gradient: x (k, m) transposed
+        fn, specs = (lambda x, w: x.T @ w), (S((k, m), f32), S((k, n), f32))
+    else:
+        fn, specs = (lambda x, w: x @ w), (S((m, k), f32), S((k, n), f32))
+    return Case(f"gemm_{m}x{n}x{k}_tile{tile[0]}x{tile[1]}", fn, specs, "tf32", tol=2e-3,
+                meta={"tile": tile, "mnk": (m, n, k)})
+
+
+TILES = [tile_case(*shape, tile) for shape in TILE_SHAPES for tile in TILE_CHOICES]
+
 # Timing: fused memory-bound ops (GB/s of compulsory traffic against a device-to-device copy).
 ROWS, COLS = 8192, 4096
 MEMBOUND = [
@@ -312,19 +330,22 @@ GPT2 = [gpt2_step_case(GPT2_CONFIG)] if GPT2_CONFIG else []
 
 
 def all_cases() -> list:
-    return CHECKS + MATMULS + MEMBOUND + ATTENTION + GPT2
+    return CHECKS + MATMULS + MEMBOUND + ATTENTION + GPT2 + TILES
 
 
 @contextlib.contextmanager
 def precision(case: Case):
-    """The case's matmul precision for the duration (a compiled function's signature includes
-    it: compile and call under the same one)."""
-    saved = nova.config.read("matmul_precision")
+    """The case's matmul precision (and forced GEMM tile, for TILES) for the duration (a
+    compiled function's signature includes them: compile and call under the same ones)."""
+    saved = nova.config.read("matmul_precision"), nova.config.read("gemm_tile")
     nova.config.update("matmul_precision", case.precision)
+    tile = case.meta.get("tile") if isinstance(case.meta, dict) else None
+    nova.config.update("gemm_tile", tuple(tile) if tile else None)
     try:
         yield
     finally:
-        nova.config.update("matmul_precision", saved)
+        nova.config.update("matmul_precision", saved[0])
+        nova.config.update("gemm_tile", saved[1])
 
 
 def compile_case(case: Case, target: str):

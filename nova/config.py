@@ -18,8 +18,12 @@ _DEFAULTS = {
     # Recompute cheap forward values in the backward instead of keeping them (compiler/remat.py):
     # "auto" on CUDA targets only, True on every target, False nowhere.
     "rematerialize": "auto",
+    # (BM, BN): the tensor-core tile every GPU GEMM takes when its schedule has that tile
+    # (codegen/cuda/matmul.py, wgmma.py), instead of the analytic choice. None: the choice. For
+    # measuring the tiles (bench/device_check.py's gemm_tiles section), not for use.
+    "gemm_tile": None,
 }
-_CODE_FLAGS = ("matmul_precision", "backend", "rematerialize")
+_CODE_FLAGS = ("matmul_precision", "backend", "rematerialize", "gemm_tile")
 _ALLOWED = {
     "matmul_precision": ("highest", "tf32"),
     "backend": ("interpreter", "compiled"),
@@ -36,6 +40,12 @@ class Config:
         """Sets flag `name`. Raises KeyError for an unknown flag, ValueError for a bad value."""
         if name not in self._values:
             raise KeyError(f"unknown config flag {name!r}; known: {sorted(self._values)}")
+        if name == "gemm_tile":
+            ok = value is None or (isinstance(value, tuple) and len(value) == 2
+                                   and all(isinstance(d, int) and d > 0 for d in value))
+            if not ok:
+                raise ValueError(f"config 'gemm_tile' must be None or a (BM, BN) tuple of "
+                                 f"positive ints, got {value!r}")
         allowed = _ALLOWED.get(name)
         if allowed is not None and value not in allowed:
             raise ValueError(f"config {name!r} must be one of {allowed}, got {value!r}")

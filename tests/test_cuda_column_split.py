@@ -2,10 +2,10 @@
 kernels split and into how many parts, and the two launches against the NumPy reference in the
 SIMT simulator."""
 
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
-import nova.numpy as jnp
 from nova.compiler import backend_cuda
 from nova.compiler.codegen.cuda.column_split import column_splits, split_column_kernel
 from nova.core import dtypes

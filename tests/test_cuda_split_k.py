@@ -3,10 +3,10 @@ cost model chooses at GPT-2 124M's weight-gradient shapes, and the two launches 
 GEMM of partial products, a loop kernel adding them and running the epilogue) against the NumPy
 reference in the SIMT simulator, for the SIMT, mma.sync and wgmma GEMMs."""
 
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
-import nova.numpy as jnp
 from nova.compiler import backend_cuda
 from nova.compiler.codegen.cuda.split_k import split_k_parts
 from nova.core import dtypes
@@ -33,7 +33,7 @@ def test_split_structure():
     assert gemm.outputs[0].type.shape == (8, 32, 48)
     assert finish.schedule == {"iter_shape": (8, 32, 48), "red_axes": (0,)}
     assert finish.program.outputs == k.program.outputs  # the epilogue runs after the sum
-    assert [e.prim.name for e in finish.program.eqns][0] == "reduce_sum"
+    assert finish.program.eqns[0].prim.name == "reduce_sum"
 
 
 @pytest.mark.parametrize("arch,precision", [("sm_90", "highest"), ("sm_90", "tf32"),
@@ -88,3 +88,30 @@ def test_unsplit_contractions():
     for fn, specs in cases:
         for k in _contractions(fn, specs):
             assert split_k_parts(k) is None
+
+
+def test_forced_gemm_tile():
+    """config "gemm_tile" (for bench/device_check.py's tile measurements) makes every GEMM take
+    that tile where its schedule has it, is validated, and keys the jit cache."""
+    import nova
+
+    specs = [S((8192, 768), f32), S((768, 768), f32)]
+    (k,) = _contractions(lambda x, w: x @ w, specs)
+    saved = nova.config.read("gemm_tile")
+    try:
+        for tile, grid in (((128, 128), (6, 64, 1)), ((64, 64), (12, 128, 1)), (None, (3, 64, 1))):
+            nova.config.update("gemm_tile", tile)
+            ((_, em),) = backend_cuda.lower_kernel(k, "sm_90a", "tf32")
+            assert em.grid == grid
+        nova.config.update("gemm_tile", (96, 96))  # not in the table: the analytic choice
+        ((_, em),) = backend_cuda.lower_kernel(k, "sm_90a", "tf32")
+        assert em.grid == (3, 64, 1)
+        with pytest.raises(ValueError, match="gemm_tile"):
+            nova.config.update("gemm_tile", [128, 128])
+        keys = set()
+        for tile in (None, (128, 128)):
+            nova.config.update("gemm_tile", tile)
+            keys.add(nova.config.code_key())
+        assert len(keys) == 2
+    finally:
+        nova.config.update("gemm_tile", saved)

@@ -4,11 +4,11 @@ functions; higher order, pytrees, static arguments, jit; errors."""
 
 import jax
 import jax.numpy as jjnp
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
 import nova
-import nova.numpy as jnp
 from tests.helpers import assert_close
 
 f32 = np.float32

@@ -64,7 +64,8 @@ class GPUMatmul(StagingMixin):
     """Emits one contraction kernel; after `emit()` the launch configuration is in grid/block."""
 
     def __init__(self, name: str, kernel: Kernel, tf32: bool, sm_count: int,
-                 shared_optin: int = 48 * 1024):
+                 shared_optin: int = 48 * 1024, tile: tuple | None = None):
+        self.forced_tile = tuple(tile) if tile else None  # (BM, BN): config "gemm_tile"
         dots = [e for e in kernel.program.eqns if e.prim.name == "dot_general"]
         if len(dots) != 1 or len(kernel.program.outputs) != 1:
             raise NotImplementedError(
@@ -120,7 +121,8 @@ class GPUMatmul(StagingMixin):
         self.dynamic_shared_bytes = 0
 
     def _choose_tiles(self, sm_count: int) -> None:
-        """The largest tensor-core tile that still gives every SM at least one block (a wave);
+        """The largest tensor-core tile that still gives every SM at least one block (a wave),
+        or the forced tile (config "gemm_tile", for measurements) when it is in the table;
         SIMT: 64 x 64 tiles of 16 x 16 threads."""
         self.BK = 2 * BK if self.half else BK
         self.stage = None  # the pipeline stage index of shared-memory reads (cp.async)
@@ -129,9 +131,10 @@ class GPUMatmul(StagingMixin):
             self.threads = 256
             self.smem_a_ik = self.smem_b_jk = False
             return
-        for bm, bn, wm, wn in MMA_TILES:
+        forced = [t for t in MMA_TILES if t[:2] == self.forced_tile]
+        for bm, bn, wm, wn in forced or MMA_TILES:
             blocks = -(-self.m // bm) * -(-self.n // bn) * self.batch
-            if blocks >= sm_count or (bm, bn, wm, wn) == MMA_TILES[-1]:
+            if blocks >= sm_count or forced or (bm, bn, wm, wn) == MMA_TILES[-1]:
                 break
         self.BM, self.BN, self.WM, self.WN = bm, bn, wm, wn
         self.threads = 32 * wm * wn
@@ -369,12 +372,13 @@ class GPUMatmul(StagingMixin):
 
 def emit_gpu_contraction(name: str, kernel: Kernel, precision: str,
                          sm_count: int = 132, shared_optin: int = 48 * 1024,
-                         arch: str = "sm_90") -> GPUMatmul:
+                         arch: str = "sm_90", tile: tuple | None = None) -> GPUMatmul:
     """The emitter of a contraction kernel after `emit()` (text in `.text`; launch configuration
     in `.grid`, `.block`, `.shared_bytes` (static) and `.dynamic_shared_bytes` (set when the
     cp.async ring needs more than 48 KiB: the launch must opt in)). precision: "tf32" uses
     tensor cores for float32 operands; sm_count and shared_optin (the target's SM count and
-    opt-in shared memory per block) size the tiles and the pipeline. On arch "sm_90a" (Hopper's
+    opt-in shared memory per block) size the tiles and the pipeline; tile (BM, BN) forces a
+    tensor-core tile of the schedule's table (others are ignored). On arch "sm_90a" (Hopper's
     architecture-specific instructions) tensor-core contractions run as wgmma kernels
     (wgmma.py); elsewhere as mma.sync.
 
@@ -382,13 +386,14 @@ def emit_gpu_contraction(name: str, kernel: Kernel, precision: str,
     if precision not in ("highest", "tf32"):
         raise ValueError(f"matmul precision must be 'highest' or 'tf32', got {precision!r}")
     tf32 = precision == "tf32"
-    mm = GPUMatmul(name, kernel, tf32=tf32, sm_count=sm_count, shared_optin=shared_optin)
+    mm = GPUMatmul(name, kernel, tf32=tf32, sm_count=sm_count, shared_optin=shared_optin,
+                   tile=tile)
     if arch == "sm_90a" and (mm.tf32 or mm.half):
         from nova.compiler.codegen.cuda.wgmma import WgmmaMatmul
 
         try:
             mm = WgmmaMatmul(name, kernel, tf32=tf32, sm_count=sm_count,
-                             shared_optin=shared_optin)
+                             shared_optin=shared_optin, tile=tile)
         except NotImplementedError:  # (a ring that does not fit): the mma.sync kernel
             pass
     mm.text = mm.emit()

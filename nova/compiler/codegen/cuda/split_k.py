@@ -67,7 +67,7 @@ def split_k_parts(k: Kernel) -> list[Kernel] | None:
     found = _leading_split(k)
     if found is None:
         return None
-    dot, p = found
+    dot, _ = found
     x, y = dot.inputs
     (lc, rc), _ = dot.params["dimension_numbers"]
     keep = [i for i, d in enumerate(lc) if d != 0]

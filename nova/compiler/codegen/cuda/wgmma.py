@@ -81,8 +81,8 @@ class _Fragments:
 class WgmmaMatmul(GPUMatmul):
     """One contraction kernel on Hopper's warpgroup tensor cores (same interface as GPUMatmul)."""
 
-    def __init__(self, name, kernel, tf32, sm_count, shared_optin):
-        super().__init__(name, kernel, tf32, sm_count, shared_optin)
+    def __init__(self, name, kernel, tf32, sm_count, shared_optin, tile=None):
+        super().__init__(name, kernel, tf32, sm_count, shared_optin, tile)
         if not (self.tf32 or self.half):
             raise ValueError("wgmma GEMMs take tf32, float16 or bfloat16 operands")
         self.esize = 2 if self.half else 4
@@ -111,9 +111,10 @@ class WgmmaMatmul(GPUMatmul):
         self.dynamic_shared_bytes = self.stages * stage_bytes + ATOM_BYTES
 
     def _choose_tiles(self, sm_count: int) -> None:
-        for bm, bn, wgs in WGMMA_TILES:
+        forced = [t for t in WGMMA_TILES if t[:2] == self.forced_tile]
+        for bm, bn, wgs in forced or WGMMA_TILES:
             blocks = -(-self.m // bm) * -(-self.n // bn) * self.batch
-            if blocks >= sm_count or (bm, bn, wgs) == WGMMA_TILES[-1]:
+            if blocks >= sm_count or forced or (bm, bn, wgs) == WGMMA_TILES[-1]:
                 break
         self.BM, self.BN, self.WGS = bm, bn, wgs
         self.threads = 128 * wgs

@@ -122,7 +122,9 @@ def _make_custom_vjp_call():
 _custom_vjp_call_p = _make_custom_vjp_call()
 
 
-_in_fwd = threading.local()  # .running: ids of the custom_vjp functions whose fwd is running
+# .running: (id of a custom_vjp function, id of the trace) while its fwd runs in that trace (a
+# jit traced inside fwd records into a trace of its own, where the function keeps its rule).
+_in_fwd = threading.local()
 
 
 def _is_array_leaf(x) -> bool:
@@ -194,12 +196,18 @@ class custom_vjp:
                 raise ValueError(f"custom_vjp {name}: nondiff_argnums {self.nondiff_argnums} "
                                  f"names argument {i}, but {len(args)} were given")
         trace = current_trace()
-        running = getattr(_in_fwd, "running", None)
-        if trace is None or (running is not None and id(self) in running):
+        running = getattr(_in_fwd, "running", None) or set()
+        if trace is None or (id(self), id(trace)) in running:
             # Outside transforms, or inside this function's own fwd rule (which calls it, as
             # `f_fwd` returning `f(x), res` does): what fwd records is never differentiated
             # through its own marker, so the primal function is all it needs. (Other custom_vjp
             # functions inside a fwd keep their rules: a gradient fwd takes, a jit it traces.)
+            return self.fun(*args)
+        if any(f == id(self) for f, _ in running):
+            # Its fwd runs in another trace, which this one serves (fwd calls a jit of this
+            # function): recording a marker would run fwd again, without end. The function
+            # runs bare, and jit does not keep this trace's Program (Trace.rules_bypassed).
+            trace.rules_bypassed = True
             return self.fun(*args)
         nondiff = {i % len(args) for i in self.nondiff_argnums}
         for i in sorted(nondiff):
@@ -227,14 +235,13 @@ class custom_vjp:
             for i, td in zip(diff_pos, arg_trees, strict=True):
                 new_args[i] = tree_unflatten(td, flat[k:k + td.num_leaves])
                 k += td.num_leaves
-            if running is None:
-                running = _in_fwd.running = set()
-            running.add(id(self))
+            running = _in_fwd.running = running
+            running.add((id(self), id(trace)))
             start = len(trace.eqns)
             try:
                 res = self.fwd(*new_args)
             finally:
-                running.discard(id(self))
+                running.discard((id(self), id(trace)))
             if not (isinstance(res, tuple) and len(res) == 2):
                 raise TypeError(f"custom_vjp {name}: fwd must return a pair (output, residuals), "
                                 f"got {type(res).__name__}{_where()}")
@@ -246,7 +253,7 @@ class custom_vjp:
             res_tr = [trace.lift(r) for j, r in enumerate(res_leaves) if j not in res_static]
         if not out_tr:
             return out
-        closed = _closed_over(trace, start, flat + res_tr)
+        closed = _closed_over(trace, start, flat, out_tr)
         rule = _CustomVJPRule(name, self.bwd, tuple(args[i] for i in sorted(nondiff)),
                               arg_trees, out_tree, res_tree, res_static,
                               [TensorType(t.shape, t.dtype) for t in flat])
@@ -256,39 +263,40 @@ class custom_vjp:
         return tree_unflatten(out_tree, outs)
 
 
-def _closed_over(trace: Trace, start: int, given: list) -> list:
-    """Tracers of values a fwd rule read that were made before it started and are neither
-    its arguments nor its residuals nor input-free (constants): values it closed over. They join
-    the marker's inputs so that reverse mode can refuse to differentiate through them (their
-    cotangent would be dropped: bwd returns cotangents for the arguments only)."""
+def _closed_over(trace: Trace, start: int, given: list, outs: tuple = ()) -> list:
+    """Tracers of values a fwd rule (a custom_jvp's function) read, or returned as outputs
+    `outs` unchanged, that were made before it started and are neither its arguments
+    (`given`) nor input-free (constants): values it closed over. They join the marker's inputs
+    so that reverse and forward mode can refuse to differentiate through them (their
+    derivative would be dropped: the rules give derivatives for the arguments only)."""
     made = {id(o) for e in trace.eqns[start:] for o in e.outputs}
     known = {id(t._var) for t in given} | made
     out, seen = [], set()
-    for e in trace.eqns[start:]:
-        for v in e.inputs:
-            if id(v) in known or id(v) in seen or id(v) in trace._input_free:
-                continue
-            seen.add(id(v))
-            out.append(trace.tracer_of(v))
+    read = [v for e in trace.eqns[start:] for v in e.inputs] + [t._var for t in outs]
+    for v in read:
+        if id(v) in known or id(v) in seen or id(v) in trace._input_free:
+            continue
+        seen.add(id(v))
+        out.append(trace.tracer_of(v))
     return out
 
 
-def _bind_positional(f, args: tuple, kwargs: dict, name: str) -> tuple:
+def _bind_positional(f, args: tuple, kwargs: dict, name: str, kind: str = "custom_vjp") -> tuple:
     """args and kwargs as one positional tuple by f's signature (defaults filled in)."""
     try:
         sig = inspect.signature(f)
     except (TypeError, ValueError):  # no signature (a builtin): as given
         if kwargs:
-            raise TypeError(f"custom_vjp {name}: keyword arguments need a function with a "
+            raise TypeError(f"{kind} {name}: keyword arguments need a function with a "
                             "signature") from None
         return args
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as e:
-        raise TypeError(f"custom_vjp {name}: {e}") from None
+        raise TypeError(f"{kind} {name}: {e}") from None
     bound.apply_defaults()
     if bound.kwargs:
-        raise TypeError(f"custom_vjp {name}: keyword-only arguments {sorted(bound.kwargs)} are "
+        raise TypeError(f"{kind} {name}: keyword-only arguments {sorted(bound.kwargs)} are "
                         "not supported; make them positional or close over them")
     return tuple(bound.args)
 
@@ -303,7 +311,7 @@ class _CustomJVPRule:
 
     kind, primal_fn = "custom_jvp", "function"  # (for messages)
 
-    def __init__(self, name, jvp, nondiff, arg_trees, out_tree, arg_types, out_types, owner):
+    def __init__(self, name, jvp, nondiff, arg_trees, out_tree, arg_types, out_types):
         self.name = name
         self.jvp = jvp
         self.nondiff = nondiff
@@ -311,7 +319,6 @@ class _CustomJVPRule:
         self.out_tree = out_tree
         self.arg_types = arg_types
         self.out_types = out_types
-        self.owner = owner  # the custom_jvp object (its own calls inside the rule run fun)
 
     def __repr__(self):
         return f"custom_jvp({self.name})"
@@ -326,16 +333,12 @@ class _CustomJVPRule:
                 k += td.num_leaves
             return tuple(out)
 
-        running = getattr(_in_rule, "running", None)
-        if running is None:
-            running = _in_rule.running = set()
-        mine = id(self.owner) not in running
-        running.add(id(self.owner))
-        try:
-            got = self.jvp(*self.nondiff, tree(arg_leaves), tree(tangent_leaves))
-        finally:
-            if mine:
-                running.discard(id(self.owner))
+        # A call of the function inside its own rule (`ans = f(x)`) records a marker of its
+        # own: higher orders then meet the rule again, as in JAX. (No recursion: recording a
+        # marker runs fun, never the rule.)
+        got = self.jvp(*self.nondiff, tree(arg_leaves), tree(tangent_leaves))
+        if isinstance(got, list) and len(got) == 2:
+            got = tuple(got)
         if not (isinstance(got, tuple) and len(got) == 2):
             raise TypeError(f"custom_jvp {self.name}: the jvp rule must return a pair "
                             f"(primal_out, tangent_out), got {type(got).__name__}{_where()}")
@@ -362,7 +365,8 @@ class _CustomJVPRule:
                     raise ValueError(f"custom_jvp {self.name}: the jvp rule's tangent for output "
                                      f"leaf {j} has shape {t.shape}, but the output has shape "
                                      f"{ty.shape}")
-                t = lax.broadcast_to(t, ty.shape)
+                lead = len(ty.shape) - t.ndim  # NumPy's rule: align trailing axes
+                t = lax.broadcast_in_dim(t, ty.shape, tuple(range(lead, len(ty.shape))))
             out.append(t)
         return out
 
@@ -400,7 +404,6 @@ def _make_custom_jvp_call():
 
 
 _custom_jvp_call_p = _make_custom_jvp_call()
-_in_rule = threading.local()  # .running: ids of the custom_jvp functions whose rule is running
 
 
 class custom_jvp:
@@ -423,7 +426,10 @@ class custom_jvp:
     arguments' tangents; reverse mode (`grad`, `vjp`) transposes the rule's tangent output,
     which must be linear in the tangents (as in JAX, which linearizes and transposes it). Under
     jit without a derivative only `fun` remains. Higher order differentiates the rule's own
-    operations (it must be differentiable itself for second derivatives).
+    operations (it must be differentiable itself for second derivatives); a call of `f` inside
+    the rule (`ans = f(x)`) is a call like any other, so higher orders meet the rule there
+    again. The rule's primal_out is not used: the value is fun's (JAX takes the rule's under
+    jvp).
 
     Arguments: positional or keyword (bound to `fun`'s signature), pytrees of arrays;
     `nondiff_argnums` lists positions of static arguments, passed to the rule first
@@ -488,15 +494,13 @@ class custom_jvp:
         if self.jvp is None:
             raise AttributeError(f"no JVP defined for the custom_jvp function {name}: call "
                                  f"{getattr(self.fun, '__name__', 'f')}.defjvp(rule) first")
-        args = _bind_positional(self.fun, args, kwargs, name)
+        args = _bind_positional(self.fun, args, kwargs, name, "custom_jvp")
         for i in self.nondiff_argnums:
             if not -len(args) <= i < len(args):
                 raise ValueError(f"custom_jvp {name}: nondiff_argnums {self.nondiff_argnums} "
                                  f"names argument {i}, but {len(args)} were given")
         trace = current_trace()
-        running = getattr(_in_rule, "running", None)
-        if trace is None or (running is not None and id(self) in running):
-            # Outside transforms, or inside this function's own rule (`out = f(x)` there).
+        if trace is None:  # outside transforms
             return self.fun(*args)
         nondiff = {i % len(args) for i in self.nondiff_argnums}
         for i in sorted(nondiff):
@@ -529,10 +533,10 @@ class custom_jvp:
             out_tr = [trace.lift(o) for o in out_leaves]
         if not out_tr:
             return out
-        closed = _closed_over(trace, start, flat)
+        closed = _closed_over(trace, start, flat, out_tr)
         rule = _CustomJVPRule(name, self.jvp, tuple(args[i] for i in sorted(nondiff)),
                               arg_trees, out_tree, [TensorType(t.shape, t.dtype) for t in flat],
-                              [TensorType(t.shape, t.dtype) for t in out_tr], self)
+                              [TensorType(t.shape, t.dtype) for t in out_tr])
         params = {"rule": rule, "n_args": len(flat), "n_out": len(out_tr), "n_res": 0}
         outs = trace.add_eqn(_custom_jvp_call_p, flat + out_tr + closed, params,
                              user_frame_line())

@@ -521,6 +521,7 @@ class Traced:
 
     _verified = False
     replay: Program | None = None  # the program with its custom_vjp markers (jit._inline)
+    cacheable: bool = True  # False: traced while a custom_vjp rule was bypassed (trace.py)
 
     def verify(self) -> None:
         """Checks the traced Program (SSA form, every equation's shape rule) once; raises
@@ -703,6 +704,7 @@ class JitFunction:
         end_trace(trace)
         traced = Traced(program, out_tree, sig, self)
         traced.replay = replay
+        traced.cacheable = not trace.rules_bypassed
         if config.verify_passes:
             traced.verify()
         # Otherwise the compiler verifies it before its first pass; a program found in the
@@ -780,7 +782,9 @@ class JitFunction:
             self._info.hits += 1
             return traced
         self._record_miss(sig)
-        traced = self._traced[key] = self._trace_sig(sig, args, kwargs)
+        traced = self._trace_sig(sig, args, kwargs)
+        if traced.cacheable:  # (not one traced inside a custom_vjp's own fwd: see trace.py)
+            self._traced[key] = traced
         self._last_sig = sig
         return traced
 
@@ -797,7 +801,8 @@ class JitFunction:
         p = traced.program
         if traced.replay is not None:  # custom_vjp rules the outer transform must meet
             p = traced.replay
-        elif trace.concrete and not any(e.prim.name == "stop_gradient" for e in p.eqns):
+        elif (trace.concrete and traced.cacheable
+              and not any(e.prim.name == "stop_gradient" for e in p.eqns)):
             # (counted once above: compiling a program traced there is no second miss)
             compiled = self._cache.get(sig.key()) or self._compiled_for(sig, args, kwargs)
             p = compiled.program

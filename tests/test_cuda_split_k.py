@@ -10,6 +10,7 @@ import pytest
 from nova.compiler import backend_cuda
 from nova.compiler.codegen.cuda.split_k import split_k_parts
 from nova.core import dtypes
+from nova.core.ir import verify_program
 from tests.test_cuda_codegen import S, _fused, _simulate_program
 
 f32 = np.float32
@@ -115,3 +116,13 @@ def test_forced_gemm_tile():
         assert len(keys) == 2
     finally:
         nova.config.update("gemm_tile", saved)
+
+
+def test_gram_matrix_split_keeps_the_epilogue_inputs():
+    """x^T x + b: one operand, so the epilogue's inputs start after it (found by review: the
+    finishing kernel dropped b)."""
+    specs = [S((8, 64, 32), f32), S((32,), f32)]
+    (k,) = _contractions(lambda x, b: jnp.tensordot(x, x, axes=([0, 1], [0, 1])) + b, specs)
+    _, finish = split_k_parts(k)
+    assert any(v is k.program.inputs[-1] for v in finish.program.inputs)
+    verify_program(finish.program)  # every value defined before its use

@@ -202,3 +202,100 @@ def test_a_closed_over_differentiated_value_is_refused():
         nova.grad(outer)(z)
     with pytest.raises(TypeError, match="custom_jvp .*closes over a value that is being"):
         nova.jvp(outer, (z,), (np.ones(3, f32),))
+
+
+# --- found by review (each failed before its fix) --------------------------------------------
+
+
+def test_scalar_and_reduced_tangents_broadcast_to_the_output():
+    @nova.custom_jvp
+    def f(x):
+        return x * 2.0
+
+    f.defjvp(lambda p, t: (f(*p), 0.0))
+    x = np.ones(3, f32)
+    np.testing.assert_array_equal(np.asarray(nova.grad(lambda x: jnp.sum(f(x)))(x)), 0.0)
+    f.defjvp(lambda p, t: [f(*p), jnp.sum(t[0])])  # a list pair, as JAX accepts
+    np.testing.assert_array_equal(np.asarray(nova.jvp(f, (x,), (x,))[1]), 3.0)
+    np.testing.assert_array_equal(np.asarray(nova.grad(lambda x: jnp.sum(f(x)))(x)), 3.0)
+
+
+def test_a_jit_of_the_function_inside_its_rule_keeps_the_rule():
+    """The rule computes its primal with nova.jit(f): that jit's cached Program must still
+    carry f's rule (a guard set while the rule ran once made it cache f without it)."""
+    x = np.array([0.5, 1.0], f32)
+
+    @nova.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    jf = nova.jit(f)
+    f.defjvp(lambda p, t: (jf(*p), 10.0 * t[0]))
+    np.testing.assert_allclose(np.asarray(nova.jvp(f, (x,), (np.ones(2, f32),))[1]), 10.0)
+    np.testing.assert_allclose(np.asarray(nova.grad(lambda x: jnp.sum(jf(x)))(x)), 10.0)
+    np.testing.assert_allclose(np.asarray(nova.jvp(jf, (x,), (np.ones(2, f32),))[1]), 10.0)
+
+
+def test_second_order_through_ans_equals_f_of_x():
+    """JAX's idiom `ans = f(x)` inside the rule: higher orders meet the rule again (a
+    quantized sigmoid whose derivative is sigmoid's, through its output)."""
+    def make(m, custom):
+        @custom
+        def qsig(x):
+            return m.round(16.0 / (1.0 + m.exp(-x))) / 16.0
+
+        @qsig.defjvp
+        def _(p, t):
+            ans = qsig(p[0])
+            return ans, ans * (1.0 - ans) * t[0]
+
+        return qsig
+
+    x = np.array([0.3, 1.7, -2.2], f32)
+
+    def d2(q, m, grad):
+        return grad(lambda x: m.sum(grad(lambda z: m.sum(q(z)))(x)))(x)
+
+    got = d2(make(jnp, nova.custom_jvp), jnp, nova.grad)
+    want = d2(make(jjnp, jax.custom_jvp), jjnp, jax.grad)
+    assert_close(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+    assert np.abs(np.asarray(want)).max() > 0.01  # (not all zero, as the bare function's)
+
+
+def test_a_closed_over_value_returned_unchanged_is_refused():
+    def outer(z):
+        @nova.custom_jvp
+        def f(x):
+            return x * 2.0, z
+
+        f.defjvp(lambda p, t: (f(*p), (2.0 * t[0], jnp.zeros_like(z))))
+        return jnp.sum(f(np.ones(3, f32))[1])
+
+    with pytest.raises(TypeError, match="closes over a value that is being differentiated"):
+        nova.grad(outer)(np.full(3, 2.0, f32))
+
+
+def test_messages_name_custom_jvp():
+    @nova.custom_jvp
+    def k(x, *, s=1.0):
+        return x * s
+
+    k.defjvp(lambda p, t: (k(*p), t[0]))
+    with pytest.raises(TypeError, match=r"^custom_jvp .*k: keyword-only arguments"):
+        k(np.ones(2, f32), s=2.0)
+
+
+def test_custom_vjp_whose_fwd_calls_a_jit_of_itself():
+    """A jit of g traced inside g's own fwd runs g bare (recording g's marker there would run
+    fwd again, without end) and is not kept: later, grad(jit(g)) meets g's rule."""
+    x = np.array([0.5, 1.0], f32)
+
+    @nova.custom_vjp
+    def g(x):
+        return jnp.sin(x)
+
+    jg = nova.jit(g)
+    g.defvjp(lambda x: (jg(x), None), lambda r, ct: (10.0 * ct,))
+    np.testing.assert_allclose(np.asarray(nova.grad(lambda x: jnp.sum(g(x)))(x)), 10.0)
+    np.testing.assert_allclose(np.asarray(nova.grad(lambda x: jnp.sum(jg(x)))(x)), 10.0)
+    np.testing.assert_allclose(np.asarray(jg(x)), np.sin(x), rtol=1e-6)

@@ -138,6 +138,10 @@ class Trace:
         self.borrowed: set[int] = set()
         self._uploaded: dict[int, Array] = {}
         self.custom_calls = 0  # custom_vjp/custom_jvp markers recorded (see to_program)
+        # Set when a custom_vjp function ran without its rule here because its fwd was running
+        # in another trace (a jit of it traced inside its own fwd): jit does not keep such a
+        # Program for later calls.
+        self.rules_bypassed = False
 
     # --- values entering the trace ----------------------------------------------------------
     def new_input(self, type_: TensorType, value=None, name: str | None = None) -> Tracer:

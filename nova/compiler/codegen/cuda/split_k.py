@@ -81,7 +81,7 @@ def split_k_parts(k: Kernel) -> list[Kernel] | None:
     red = lookup("reduce_sum")
     eqns = [Eqn(red, [part], red.canonical_params({"axes": (0,)}), [dot.outputs[0]])]
     eqns += [e for e in k.program.eqns if e is not dot]
-    ins = [part] + [v for v in k.program.inputs[2:]
+    ins = [part] + [v for v in k.program.inputs[len(operands):]
                     if any(v is u for e in eqns for u in e.inputs)]
     finish = Kernel("loop", Program(ins, eqns, list(k.program.outputs)), ins,
                     list(k.outputs), {"iter_shape": part.type.shape, "red_axes": (0,)})

@@ -29,7 +29,14 @@ from nova.core.array import Array
 from nova.core.ir import TensorType
 from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from nova.core.source_info import user_frame_line
-from nova.core.trace import Trace, Tracer, current_trace, trace_context
+from nova.core.trace import (
+    CUSTOM_JVP_CALL,
+    CUSTOM_VJP_CALL,
+    Trace,
+    Tracer,
+    current_trace,
+    trace_context,
+)
 from nova.grad import _arg_names, _as_array_like, _where, _zeros_like, backward_pass
 from nova.ops import lax
 
@@ -108,18 +115,18 @@ def _custom_vjp_call_cost(in_types, out_types, **params):
     return Cost(0, sum(t.nbytes for t in out_types))
 
 
-def _make_custom_vjp_call():
+def _marker(name: str, vjp, jvp):
+    """The unregistered primitive of a custom rule's marker (see the module docstring): its
+    results are its primal-output inputs."""
     from nova.core.primitive import FusionKind, Primitive, Template
-    from nova.core.trace import CUSTOM_VJP_CALL
 
     return Primitive(
-        CUSTOM_VJP_CALL, shape_rule=_custom_vjp_call_shape, impl=_custom_vjp_call_impl,
-        vjp=_custom_vjp_call_vjp, jvp=None, fusion=FusionKind.OPAQUE,
-        kernel=Template(CUSTOM_VJP_CALL), cost=_custom_vjp_call_cost, multiple_results=True,
-        registered=False)
+        name, shape_rule=_custom_vjp_call_shape, impl=_custom_vjp_call_impl, vjp=vjp, jvp=jvp,
+        fusion=FusionKind.OPAQUE, kernel=Template(name), cost=_custom_vjp_call_cost,
+        multiple_results=True, registered=False)
 
 
-_custom_vjp_call_p = _make_custom_vjp_call()
+_custom_vjp_call_p = _marker(CUSTOM_VJP_CALL, _custom_vjp_call_vjp, None)
 
 
 # .running: (id of a custom_vjp function, id of the trace) while its fwd runs in that trace (a
@@ -131,7 +138,36 @@ def _is_array_leaf(x) -> bool:
     return isinstance(x, Array | np.ndarray | np.generic | int | float | bool)
 
 
-class custom_vjp:
+class _CustomFunction:
+    """What custom_vjp and custom_jvp share: the function, its static argument positions,
+    method binding, and the binding of a call's arguments."""
+
+    kind = "custom"
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted({int(i) for i in nondiff_argnums}))
+
+    def _name(self) -> str:
+        return getattr(self.fun, "__qualname__", getattr(self.fun, "__name__", "f"))
+
+    def __get__(self, obj, objtype=None):  # a method: bind as functions do
+        return self if obj is None else functools.partial(self, obj)
+
+    def _positional(self, args: tuple, kwargs: dict) -> tuple:
+        """The call's arguments as one positional tuple (fun's signature); raises ValueError
+        when nondiff_argnums names a position outside them."""
+        name = self._name()
+        args = _bind_positional(self.fun, args, kwargs, name, self.kind)
+        for i in self.nondiff_argnums:
+            if not -len(args) <= i < len(args):
+                raise ValueError(f"{self.kind} {name}: nondiff_argnums {self.nondiff_argnums} "
+                                 f"names argument {i}, but {len(args)} were given")
+        return args
+
+
+class custom_vjp(_CustomFunction):
     """A function with a reverse-mode derivative of its own, as `jax.custom_vjp`.
 
     ::
@@ -164,10 +200,10 @@ class custom_vjp:
     wrong shape or a nondiff_argnums position outside the arguments.
     """
 
+    kind = "custom_vjp"
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(sorted({int(i) for i in nondiff_argnums}))
+        super().__init__(fun, nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 
@@ -179,22 +215,12 @@ class custom_vjp:
                             f"{type(fwd).__name__} and {type(bwd).__name__}")
         self.fwd, self.bwd = fwd, bwd
 
-    def _name(self) -> str:
-        return getattr(self.fun, "__qualname__", getattr(self.fun, "__name__", "f"))
-
-    def __get__(self, obj, objtype=None):  # a method: bind as functions do
-        return self if obj is None else functools.partial(self, obj)
-
     def __call__(self, *args, **kwargs):
         name = self._name()
         if self.fwd is None:
             raise AttributeError(f"no VJP defined for the custom_vjp function {name}: call "
                                  f"{getattr(self.fun, '__name__', 'f')}.defvjp(fwd, bwd) first")
-        args = _bind_positional(self.fun, args, kwargs, name)
-        for i in self.nondiff_argnums:
-            if not -len(args) <= i < len(args):
-                raise ValueError(f"custom_vjp {name}: nondiff_argnums {self.nondiff_argnums} "
-                                 f"names argument {i}, but {len(args)} were given")
+        args = self._positional(args, kwargs)
         trace = current_trace()
         running = getattr(_in_fwd, "running", None) or set()
         if trace is None or (id(self), id(trace)) in running:
@@ -209,33 +235,11 @@ class custom_vjp:
             # runs bare, and jit does not keep this trace's Program (Trace.rules_bypassed).
             trace.rules_bypassed = True
             return self.fun(*args)
-        nondiff = {i % len(args) for i in self.nondiff_argnums}
-        for i in sorted(nondiff):
-            if any(isinstance(x, Tracer) for x in tree_leaves(args[i])):
-                raise TypeError(
-                    f"custom_vjp {name}: argument {i} is in nondiff_argnums but holds a traced "
-                    "array; pass arrays as differentiated arguments (bwd may return None for "
-                    f"them) and keep nondiff_argnums for static Python values{_where()}")
-        diff_pos = [i for i in range(len(args)) if i not in nondiff]
-        names = _arg_names(self.fun, len(args))
-        arg_trees, flat = [], []
+        nondiff, arg_trees, flat, new_args = _lift_arguments(
+            trace, "custom_vjp", name, self.fun, args, self.nondiff_argnums,
+            " (bwd may return None for them)")
         with trace_context(trace):
-            for i in diff_pos:
-                leaves, td = tree_flatten(args[i])
-                for x in leaves:
-                    if not _is_array_leaf(x):
-                        raise TypeError(
-                            f"custom_vjp {name}: argument '{names[i]}' holds a "
-                            f"{type(x).__name__}, which is not an array; pass it through "
-                            f"nondiff_argnums=({i},) to keep it static{_where()}")
-                arg_trees.append(td)
-                flat += [trace.lift(x) for x in leaves]
-            new_args = list(args)
-            k = 0
-            for i, td in zip(diff_pos, arg_trees, strict=True):
-                new_args[i] = tree_unflatten(td, flat[k:k + td.num_leaves])
-                k += td.num_leaves
-            running = _in_fwd.running = running
+            _in_fwd.running = running
             running.add((id(self), id(trace)))
             start = len(trace.eqns)
             try:
@@ -262,6 +266,38 @@ class custom_vjp:
                              user_frame_line())
         return tree_unflatten(out_tree, outs)
 
+
+
+def _lift_arguments(trace: Trace, kind: str, name: str, fun, args: tuple, nondiff_argnums,
+                    note: str) -> tuple:
+    """(positions of static arguments, one treedef per differentiated argument, their leaves
+    lifted into `trace`, the arguments with those leaves in place) of a custom_vjp/custom_jvp
+    call. Raises TypeError for a traced static argument or a differentiated leaf that is no
+    array."""
+    nondiff = {i % len(args) for i in nondiff_argnums}
+    for i in sorted(nondiff):
+        if any(isinstance(x, Tracer) for x in tree_leaves(args[i])):
+            raise TypeError(
+                f"{kind} {name}: argument {i} is in nondiff_argnums but holds a traced "
+                f"array; pass arrays as differentiated arguments{note} and keep "
+                f"nondiff_argnums for static Python values{_where()}")
+    names = _arg_names(fun, len(args))
+    arg_trees, flat = [], []
+    new_args = list(args)
+    with trace_context(trace):
+        for i in (i for i in range(len(args)) if i not in nondiff):
+            leaves, td = tree_flatten(args[i])
+            for x in leaves:
+                if not _is_array_leaf(x):
+                    raise TypeError(
+                        f"{kind} {name}: argument '{names[i]}' holds a {type(x).__name__}, "
+                        f"which is not an array; pass it through nondiff_argnums=({i},) to "
+                        f"keep it static{_where()}")
+            lifted = [trace.lift(x) for x in leaves]
+            arg_trees.append(td)
+            flat += lifted
+            new_args[i] = tree_unflatten(td, lifted)
+    return nondiff, arg_trees, flat, new_args
 
 def _closed_over(trace: Trace, start: int, given: list, outs: tuple = ()) -> list:
     """Tracers of values a fwd rule (a custom_jvp's function) read, or returned as outputs
@@ -392,21 +428,10 @@ def _custom_jvp_call_vjp(ct, *primals, out, rule, n_args, n_out, n_res):
     return tuple(args_ct) + (None,) * (len(primals) - n_args)
 
 
-def _make_custom_jvp_call():
-    from nova.core.primitive import FusionKind, Primitive, Template
-    from nova.core.trace import CUSTOM_JVP_CALL
-
-    return Primitive(
-        CUSTOM_JVP_CALL, shape_rule=_custom_vjp_call_shape, impl=_custom_vjp_call_impl,
-        vjp=_custom_jvp_call_vjp, jvp=_custom_jvp_call_jvp, fusion=FusionKind.OPAQUE,
-        kernel=Template(CUSTOM_JVP_CALL), cost=_custom_vjp_call_cost, multiple_results=True,
-        registered=False)
+_custom_jvp_call_p = _marker(CUSTOM_JVP_CALL, _custom_jvp_call_vjp, _custom_jvp_call_jvp)
 
 
-_custom_jvp_call_p = _make_custom_jvp_call()
-
-
-class custom_jvp:
+class custom_jvp(_CustomFunction):
     """A function with a forward-mode derivative of its own, as `jax.custom_jvp`.
 
     ::
@@ -444,10 +469,10 @@ class custom_jvp:
     output's shape or a nondiff_argnums position outside the arguments.
     """
 
+    kind = "custom_jvp"
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(sorted({int(i) for i in nondiff_argnums}))
+        super().__init__(fun, nondiff_argnums)
         self.jvp: Callable | None = None
 
     def defjvp(self, jvp: Callable) -> Callable:
@@ -483,50 +508,18 @@ class custom_jvp:
 
         self.defjvp(jvp)
 
-    def _name(self) -> str:
-        return getattr(self.fun, "__qualname__", getattr(self.fun, "__name__", "f"))
-
-    def __get__(self, obj, objtype=None):  # a method: bind as functions do
-        return self if obj is None else functools.partial(self, obj)
-
     def __call__(self, *args, **kwargs):
         name = self._name()
         if self.jvp is None:
             raise AttributeError(f"no JVP defined for the custom_jvp function {name}: call "
                                  f"{getattr(self.fun, '__name__', 'f')}.defjvp(rule) first")
-        args = _bind_positional(self.fun, args, kwargs, name, "custom_jvp")
-        for i in self.nondiff_argnums:
-            if not -len(args) <= i < len(args):
-                raise ValueError(f"custom_jvp {name}: nondiff_argnums {self.nondiff_argnums} "
-                                 f"names argument {i}, but {len(args)} were given")
+        args = self._positional(args, kwargs)
         trace = current_trace()
         if trace is None:  # outside transforms
             return self.fun(*args)
-        nondiff = {i % len(args) for i in self.nondiff_argnums}
-        for i in sorted(nondiff):
-            if any(isinstance(x, Tracer) for x in tree_leaves(args[i])):
-                raise TypeError(
-                    f"custom_jvp {name}: argument {i} is in nondiff_argnums but holds a traced "
-                    "array; pass arrays as differentiated arguments and keep nondiff_argnums "
-                    f"for static Python values{_where()}")
-        diff_pos = [i for i in range(len(args)) if i not in nondiff]
-        names = _arg_names(self.fun, len(args))
-        arg_trees, flat = [], []
+        nondiff, arg_trees, flat, new_args = _lift_arguments(
+            trace, "custom_jvp", name, self.fun, args, self.nondiff_argnums, "")
         with trace_context(trace):
-            for i in diff_pos:
-                leaves, td = tree_flatten(args[i])
-                for x in leaves:
-                    if not _is_array_leaf(x):
-                        raise TypeError(
-                            f"custom_jvp {name}: argument '{names[i]}' holds a "
-                            f"{type(x).__name__}, which is not an array; pass it through "
-                            f"nondiff_argnums=({i},) to keep it static{_where()}")
-                arg_trees.append(td)
-                flat += [trace.lift(x) for x in leaves]
-            new_args, k = list(args), 0
-            for i, td in zip(diff_pos, arg_trees, strict=True):
-                new_args[i] = tree_unflatten(td, flat[k:k + td.num_leaves])
-                k += td.num_leaves
             start = len(trace.eqns)
             out = self.fun(*new_args)
             out_leaves, out_tree = tree_flatten(out)

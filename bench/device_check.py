@@ -746,7 +746,8 @@ def _gemm_tiles():
             err = rel_err(got, want)
             flops = 2.0 * m * n * k
             r = {"mnk": (m, n, k), "tile": case.meta["tile"], "nova_ms": ms, "torch_ms": tms,
-                 "nova_tflops": flops / ms / 1e9, "vs_torch": tms / ms if tms else None,
+                 "nova_tflops": flops / ms / 1e9 if ms else 0.0,  # (0 ms: the dry run's events)
+                 "vs_torch": tms / ms if tms and ms else None,
                  "rel_err": err,
                  "grid": next((list(x.config.grid) for x in compiled._exe.launches if x.config),
                               None),

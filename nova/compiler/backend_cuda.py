@@ -83,7 +83,7 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
         tile = config.read("gemm_tile")
         try:
             em = emit_gpu_contraction(k.name, k, precision, sms, optin, arch, tile)
-            return _split_k(k, em, arch, precision, sms, tile) or [(k, em)]
+            return _split_k(k, em, arch, precision, sms, optin, tile) or [(k, em)]
         except NotImplementedError:
             if len(k.program.eqns) > 1:  # GEMM + separate epilogue loop kernel
                 return [part for p in _split_epilogue(k)
@@ -108,7 +108,8 @@ def lower_kernel(k: Kernel, arch: str, precision: str, sm_count: int | None = No
         "large constants")
 
 
-def _split_k(k: Kernel, em, arch: str, precision: str, sms: int, tile=None) -> list | None:
+def _split_k(k: Kernel, em, arch: str, precision: str, sms: int, optin: int,
+             tile=None) -> list | None:
     """k as a batched GEMM of partial products and a loop kernel adding them, when the cost
     model of codegen/cuda/split_k.py says that is faster than GEMM emitter `em`; else None."""
     parts = split_k_parts(k)
@@ -116,8 +117,7 @@ def _split_k(k: Kernel, em, arch: str, precision: str, sms: int, tile=None) -> l
         return None
     gemm, finish = parts
     try:
-        em_a = emit_gpu_contraction(gemm.name, gemm, precision, sms,
-                                    describe(arch).max_shared_memory_per_block_optin, arch, tile)
+        em_a = emit_gpu_contraction(gemm.name, gemm, precision, sms, optin, arch, tile)
     except NotImplementedError:
         return None
     before = gemm_seconds(em, arch, sms)

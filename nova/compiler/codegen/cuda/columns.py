@@ -3,8 +3,9 @@ layer-norm weight gradients: sums over the batch).
 
 One block covers 32 consecutive positions of the last (kept) axis, one per lane, so every warp
 reads 128 contiguous bytes per row; its 8 warps split the reduced positions (warp g takes
-g, g + 8, ..., four per loop iteration with their loads issued together). The 8 partial results of a column meet in shared memory and every thread of the
-column combines them in warp order, so all hold the column's result for the next phase. Lanes
+g, g + 8, ..., four per loop iteration with their loads issued together). The 8 partial
+results of a column meet in shared memory and every thread of the column combines them in
+warp order, so all hold the column's result for the next phase. Lanes
 past the last column compute on the last column (in bounds) and store nothing.
 """
 

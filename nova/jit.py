@@ -28,7 +28,7 @@ import numpy as np
 from nova.config import config
 from nova.core import dtypes
 from nova.core.array import Array
-from nova.core.errors import CompilerError, DeletedArrayError
+from nova.core.errors import CompilerError, DeletedArrayError, UnexpectedTracerError
 from nova.core.interpreter import run_program
 from nova.core.ir import Program, TensorType
 from nova.core.pytree import _REGISTRY, PyTreeDef, tree_flatten, tree_unflatten
@@ -521,6 +521,7 @@ class Traced:
 
     _verified = False
     replay: Program | None = None  # the program with its custom_vjp markers (jit._inline)
+    captures: list = []  # enclosing traces' values its last inputs stand for (jit._inline)
     cacheable: bool = True  # False: traced while a custom_vjp rule was bypassed (trace.py)
 
     def verify(self) -> None:
@@ -535,7 +536,15 @@ class Traced:
 
     def lower(self, target: str | None = None) -> Lowered:
         """Lowered for `target` ("cpu", "cuda:sm_XX"; None: the GPU of the traced arguments
-        that are on one, else the host)."""
+        that are on one, else the host). Raises UnexpectedTracerError for a Program that
+        reads values of an enclosing transform (they exist only inside that transform)."""
+        if self.captures:
+            t = self.captures[0]
+            raise UnexpectedTracerError(
+                f"jit({getattr(self._fn._f, '__name__', 'f')}) was traced inside another "
+                f"transform and reads its traced {t.aval} (created at {short(t._source)}); "
+                "such a trace can only run inside that transform: call the jitted function "
+                "there, or pass the value as an argument")
         if target is None:
             target = _target_of(self._sig.device)
         elif target == "cpu":
@@ -704,7 +713,11 @@ class JitFunction:
         end_trace(trace)
         traced = Traced(program, out_tree, sig, self)
         traced.replay = replay
-        traced.cacheable = not trace.rules_bypassed
+        # Values read from an enclosing trace (f closes over an outer transform's value) are
+        # extra inputs of this Program, bound to those values by `_inline`: such a Program
+        # belongs to this call alone.
+        traced.captures = [outer for outer, _ in trace.captures]
+        traced.cacheable = not trace.rules_bypassed and not trace.captures
         if config.verify_passes:
             traced.verify()
         # Otherwise the compiler verifies it before its first pass; a program found in the
@@ -806,6 +819,7 @@ class JitFunction:
             # (counted once above: compiling a program traced there is no second miss)
             compiled = self._cache.get(sig.key()) or self._compiled_for(sig, args, kwargs)
             p = compiled.program
+        leaves = list(leaves) + traced.captures
         env = {id(v): trace.lift(x if isinstance(x, Array) else Array(_value_of(x, v.type)))
                for v, x in zip(p.inputs, leaves, strict=True)}
         for e in p.eqns:

@@ -11,6 +11,11 @@ A primitive declares (DESIGN.md "A primitive is declared once"):
   fusion kind              -- FusionKind
   kernel hook              -- what codegen needs (see KernelHook subclasses below)
   cost                     -- `cost(in_types, out_types, **params) -> Cost` (flops, bytes)
+  batching rule            -- `batch(args, batched, **params) -> out(s)` for `nova.vmap`: `args`
+                              with the mapped axis first where `batched[i]`, every output mapped
+                              along its first axis (nova/batching.py). Elementwise primitives
+                              (operands of one shape) and reductions over `axes` get theirs from
+                              their kind; every other primitive with operands declares one
 """
 
 from __future__ import annotations
@@ -117,6 +122,7 @@ class Primitive:
         differentiable: bool = True,
         param_types: dict | None = None,
         registered: bool = True,
+        batch: Callable | None = None,
     ):
         self.name = name
         self.shape_rule = shape_rule
@@ -131,6 +137,11 @@ class Primitive:
         self.differentiable = differentiable
         # Optional coercions applied to params (e.g. lists -> tuples) so equal params hash equal.
         self.param_types = param_types or {}
+        if batch is None and fusion is FusionKind.ELEMENTWISE:
+            batch = _batch_elementwise(self)
+        elif batch is None and fusion is FusionKind.REDUCTION:
+            batch = _batch_reduction(self)
+        self.batch = batch
         # False for a transform's marker that only lives in traces (`custom_vjp_call`, removed
         # when a trace becomes a Program): the registry lists what Programs may hold.
         if registered:
@@ -153,6 +164,34 @@ class Primitive:
         from nova.core.trace import bind
 
         return bind(self, *args, **params)
+
+
+def broadcast_batched(args, batched) -> list:
+    """Batching helper: the unbatched operands broadcast along a new first axis of the batch's
+    size (from the first batched operand), the batched ones as they are."""
+    size = next(a.shape[0] for a, b in zip(args, batched, strict=True) if b)
+    bcast = lookup("broadcast_in_dim")
+    return [a if b else bcast.bind(a, shape=(size, *a.shape),
+                                   broadcast_dimensions=tuple(range(1, len(a.shape) + 1)))
+            for a, b in zip(args, batched, strict=True)]
+
+
+def _batch_elementwise(prim):
+    """Elementwise operands share one shape: broadcast the unbatched ones, then apply."""
+
+    def batch(args, batched, **params):
+        return prim.bind(*broadcast_batched(args, batched), **params)
+
+    return batch
+
+
+def _batch_reduction(prim):
+    """A reduction of a batched operand reduces the same axes, one further on."""
+
+    def batch(args, batched, *, axes, **params):
+        return prim.bind(*args, axes=tuple(a + 1 for a in axes), **params)
+
+    return batch
 
 
 def _freeze(v):

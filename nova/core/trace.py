@@ -142,6 +142,13 @@ class Trace:
         # in another trace (a jit of it traced inside its own fwd): jit does not keep such a
         # Program for later calls.
         self.rules_bypassed = False
+        # An abstract trace begun while another was current (a jit or vmap inside a transform)
+        # may read that trace's values, and its ancestors': each such value read becomes an
+        # extra input of this trace (closure conversion, as JAX's), listed in `captures` as
+        # (the outer tracer, the input standing for it) in the order they were met.
+        self.parent = None if concrete else current_trace()
+        self.captures: list[tuple[Tracer, Var]] = []
+        self._captured: dict[int, Tracer] = {}
 
     # --- values entering the trace ----------------------------------------------------------
     def new_input(self, type_: TensorType, value=None, name: str | None = None) -> Tracer:
@@ -164,6 +171,8 @@ class Trace:
         if isinstance(x, Tracer):
             if x._trace is self:
                 return x
+            if x._trace.active and self._is_ancestor(x._trace):
+                return self._capture(x)
             raise UnexpectedTracerError(
                 f"a traced {x.aval} created at {short(x._source)} escaped the "
                 f"{'jit' if not x._trace.concrete else 'grad'} trace that made it and was used "
@@ -186,6 +195,28 @@ class Trace:
             return hit[0]
         t = self.constant(value)
         self._const_cache[id(value)] = (t, value)
+        return t
+
+    def _is_ancestor(self, trace: Trace) -> bool:
+        t = self.parent
+        while t is not None:
+            if t is trace:
+                return True
+            t = t.parent
+        return False
+
+    def _capture(self, x: Tracer) -> Tracer:
+        """The input of this trace standing for an enclosing trace's value x (once per value):
+        x is first brought into this trace's parent (itself a capture there when x is from
+        further out)."""
+        hit = self._captured.get(id(x._var))
+        if hit is not None:
+            return hit
+        outer = self.parent.lift(x)
+        t = self.new_input(TensorType(x.shape, x.dtype), name="closure")
+        t._source = x._source
+        self.captures.append((outer, t._var))
+        self._captured[id(x._var)] = t
         return t
 
     def _lift_gpu_array(self, x: Array) -> Tracer:

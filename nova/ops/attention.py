@@ -27,7 +27,7 @@ import numpy as np
 from nova.core import dtypes
 from nova.core.errors import ShapeError
 from nova.core.ir import TensorType
-from nova.core.primitive import Cost, FusionKind, Primitive, Template
+from nova.core.primitive import Cost, FusionKind, Primitive, Template, broadcast_batched
 from nova.ops import elementwise as ew
 from nova.ops import reduction as red
 from nova.ops import structural as st
@@ -283,6 +283,22 @@ def _bwd_cost(in_types, out_types, *, scale, mask_kind, fill):
 
 _PARAMS = {"scale": float, "mask_kind": str, "fill": float}
 
+
+def _attention_batch(prim, n_main):
+    """vmap of the flash kernels: the mapped axis is one more leading batch dimension of q, k,
+    v (and lse, do, delta); the (Tq, Tk) mask is shared by every batch element, so a mask
+    that differs per example is refused."""
+
+    def batch(args, batched, **params):
+        if any(batched[n_main:]):
+            raise NotImplementedError(
+                f"vmap of {prim.name}: the mask differs per mapped example; only q, k, v "
+                "(and the backward's lse, do, delta) may be mapped")
+        main = broadcast_batched(list(args[:n_main]), list(batched[:n_main]))
+        return prim.bind(*main, *args[n_main:], **params)
+
+    return batch
+
 flash_attention_fwd_p = Primitive(
     "flash_attention_fwd",
     shape_rule=_fwd_rule,
@@ -294,6 +310,8 @@ flash_attention_fwd_p = Primitive(
     cost=_fwd_cost,
     multiple_results=True,
     param_types=_PARAMS,
+    batch=lambda args, batched, **params: _attention_batch(flash_attention_fwd_p, 3)(
+        args, batched, **params),
 )
 
 flash_attention_bwd_p = Primitive(
@@ -307,6 +325,8 @@ flash_attention_bwd_p = Primitive(
     cost=_bwd_cost,
     multiple_results=True,
     param_types=_PARAMS,
+    batch=lambda args, batched, **params: _attention_batch(flash_attention_bwd_p, 6)(
+        args, batched, **params),
 )
 
 

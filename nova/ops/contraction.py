@@ -115,6 +115,27 @@ def _dims(dn):
             (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
 
 
+def _dot_batch(args, batched, *, dimension_numbers):
+    """vmap of dot_general: both operands mapped -> the mapped axis a new leading batch
+    dimension (the result's first axis); one mapped -> a free dimension of that operand, moved
+    to the front of the result."""
+    x, y = args
+    (lc, rc), (lb, rb) = dimension_numbers
+    up = lambda dims, k: tuple(d + k for d in dims)  # noqa: E731
+    if batched[0] and batched[1]:
+        return dot_general_p.bind(x, y, dimension_numbers=(
+            (up(lc, 1), up(rc, 1)), ((0, *up(lb, 1)), (0, *up(rb, 1)))))
+    if batched[0]:
+        dn = ((up(lc, 1), rc), (up(lb, 1), rb))
+        at = len(lb)  # the first of x's free dimensions
+    else:
+        dn = ((lc, up(rc, 1)), (lb, up(rb, 1)))
+        at = len(lb) + len(_free_dims(x.ndim, lc, lb))  # the first of y's
+    out = dot_general_p.bind(x, y, dimension_numbers=dn)
+    perm = (at, *(i for i in range(out.ndim) if i != at))
+    return st.transpose(out, perm)
+
+
 dot_general_p = Primitive(
     "dot_general",
     shape_rule=_dot_rule,
@@ -125,6 +146,7 @@ dot_general_p = Primitive(
     kernel=Template("contraction"),
     cost=_dot_cost,
     param_types={"dimension_numbers": _dims},
+    batch=_dot_batch,
 )
 
 

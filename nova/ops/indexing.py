@@ -18,7 +18,7 @@ import numpy as np
 from nova.core import dtypes
 from nova.core.errors import ShapeError
 from nova.core.ir import TensorType
-from nova.core.primitive import Cost, FusionKind, Primitive, Template
+from nova.core.primitive import Cost, FusionKind, Primitive, Template, broadcast_batched
 from nova.ops import elementwise as ew
 from nova.ops import reduction as red
 from nova.ops import structural as st
@@ -98,6 +98,43 @@ def _gather_cost(ins, outs, *, axes):
     return Cost(0, ins[1].nbytes + 2 * outs[0].nbytes)
 
 
+def _with_batch_coordinate(indices):
+    """vmap helper: indices (B, ..., k) of B examples with each row's example number put first
+    (B, ..., 1 + k), so one gather or scatter over the stacked operand indexes each example's
+    own slice."""
+    coord = st.iota(indices.dtype, indices.shape[:-1] + (1,), 0)
+    from nova.ops.slicing import concatenate
+
+    return concatenate([coord, indices], indices.ndim - 1)
+
+
+def _gather_batch(args, batched, *, axes):
+    """vmap of gather: a mapped operand alone is gathered with its mapped axis among the rest
+    (then moved to the front); mapped indices alone give a mapped result directly; both: each
+    index row gets its example's number as an extra coordinate."""
+    operand, indices = args
+    up = tuple(a + 1 for a in axes)
+    if batched[0] and not batched[1]:
+        out = gather_p.bind(operand, indices, axes=up)
+        at = indices.ndim - 1
+        return st.transpose(out, (at, *(i for i in range(out.ndim) if i != at)))
+    if batched[1] and not batched[0]:
+        return gather_p.bind(operand, indices, axes=axes)
+    return gather_p.bind(operand, _with_batch_coordinate(indices), axes=(0, *up))
+
+
+def _scatter_batch(prim):
+    """vmap of scatter_add / scatter: every operand made mapped, each index row given its
+    example's number as an extra coordinate (repeats stay within one example, in order)."""
+
+    def batch(args, batched, *, axes, **params):
+        operand, indices, updates = broadcast_batched(args, batched)
+        return prim.bind(operand, _with_batch_coordinate(indices), updates,
+                         axes=(0, *(a + 1 for a in axes)), **params)
+
+    return batch
+
+
 gather_p = Primitive(
     "gather",
     shape_rule=_gather_rule,
@@ -108,6 +145,7 @@ gather_p = Primitive(
     kernel=Template("gather"),
     cost=_gather_cost,
     param_types={"axes": _ints},
+    batch=_gather_batch,
 )
 
 
@@ -190,6 +228,7 @@ scatter_add_p = Primitive(
     kernel=Template("scatter"),
     cost=_scatter_cost,
     param_types={"axes": _ints},
+    batch=lambda args, batched, **params: _scatter_batch(scatter_add_p)(args, batched, **params),
 )
 
 
@@ -301,6 +340,7 @@ scatter_p = Primitive(
     kernel=Template("scatter"),
     cost=_scatter_cost,
     param_types={"axes": _ints, "mode": str},
+    batch=lambda args, batched, **params: _scatter_batch(scatter_p)(args, batched, **params),
 )
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from nova.core import dtypes
 from nova.core.ir import TensorType
-from nova.core.primitive import Cost, FusionKind, Primitive, Reduction, Template
+from nova.core.primitive import Cost, FusionKind, Primitive, Reduction, Template, lookup
 from nova.ops import elementwise as ew
 from nova.ops import structural as st
 
@@ -266,6 +266,8 @@ def _arg_primitive(name, np_fn):
         cost=_arg_cost,
         differentiable=False,
         param_types={"axis": int, "index_dtype": dtypes.canonicalize},
+        batch=lambda args, batched, *, axis, index_dtype: lookup(name).bind(
+            args[0], axis=axis + 1, index_dtype=index_dtype),
     )
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from nova.core import dtypes
 from nova.core.ir import TensorType
-from nova.core.primitive import Cost, FusionKind, Primitive, Template
+from nova.core.primitive import Cost, FusionKind, Primitive, Template, lookup
 from nova.ops import elementwise as ew
 from nova.ops import structural as st
 from nova.ops.sort import sort_p
@@ -78,6 +78,8 @@ def _scan_primitive(name, ufunc, vjp, jvp, *, allow_bool=False):
         kernel=Template("scan"),
         cost=_scan_cost,
         param_types={"axis": int, "reverse": bool},
+        batch=lambda args, batched, *, axis, reverse: lookup(name).bind(
+            args[0], axis=axis + 1, reverse=reverse),
     )
 
 

@@ -13,7 +13,8 @@ import numpy as np
 from nova.core.array import Array
 from nova.core.errors import ShapeError
 from nova.core.ir import TensorType
-from nova.core.primitive import Cost, FusionKind, IndexMap, Primitive, Template
+from nova.core import dtypes
+from nova.core.primitive import Cost, FusionKind, IndexMap, Primitive, Template, broadcast_batched
 from nova.ops import elementwise as ew
 from nova.ops import reduction as red
 from nova.ops import structural as st
@@ -90,6 +91,9 @@ slice_p = Primitive(
     kernel=IndexMap(_slice_index_map),
     cost=_slice_cost,
     param_types={"start_indices": _ints, "limit_indices": _ints, "strides": _ints},
+    batch=lambda args, batched, *, start_indices, limit_indices, strides: slice_p.bind(
+        args[0], start_indices=(0, *start_indices),
+        limit_indices=(args[0].shape[0], *limit_indices), strides=(1, *strides)),
 )
 
 
@@ -131,6 +135,8 @@ rev_p = Primitive(
     fusion=FusionKind.MOVEMENT,
     kernel=IndexMap(_rev_index_map),
     param_types={"dimensions": lambda a: tuple(sorted(int(i) for i in a))},
+    batch=lambda args, batched, *, dimensions: rev_p.bind(
+        args[0], dimensions=tuple(d + 1 for d in dimensions)),
 )
 
 
@@ -199,6 +205,23 @@ def _pad_vjp(ct, x, padding_value, *, out, padding_config):
     return dx, dpv
 
 
+def _pad_batch(args, batched, padding_config):
+    """vmap of pad: the mapped axis is not padded; a batched padding value (one per example)
+    pads each example with its own value: the operand padded with zeros, then a select between
+    it and the broadcast values by where the operand lies."""
+    x, pv = args
+    config = ((0, 0, 0), *padding_config)
+    if not batched[1]:
+        return pad_p.bind(x, pv, padding_config=config)
+    if not batched[0]:
+        x = broadcast_batched([x, pv], [False, True])[0]
+    out = pad_p.bind(x, st.constant(np.zeros((), x.dtype)), padding_config=config)
+    inside = pad_p.bind(st.full(x.shape, True, dtypes.bool_), st.constant(np.asarray(False)),
+                        padding_config=config)
+    fill = st.broadcast_in_dim(pv, out.shape, (0,))
+    return ew.select(inside, out, fill)
+
+
 pad_p = Primitive(
     "pad",
     shape_rule=_pad_rule,
@@ -210,6 +233,7 @@ pad_p = Primitive(
     fusion=FusionKind.MOVEMENT,
     kernel=Template("pad"),
     param_types={"padding_config": lambda c: tuple(_ints(t) for t in c)},
+    batch=lambda args, batched, *, padding_config: _pad_batch(args, batched, padding_config),
 )
 
 
@@ -270,6 +294,8 @@ concatenate_p = Primitive(
     # Each output element reads one operand chosen by position: a template, like pad.
     fusion=FusionKind.MOVEMENT,
     kernel=Template("concatenate"),
+    batch=lambda args, batched, *, dimension: concatenate_p.bind(
+        *broadcast_batched(args, batched), dimension=dimension + 1),
 )
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from nova.core import dtypes
 from nova.core.errors import ShapeError
 from nova.core.ir import TensorType
-from nova.core.primitive import Cost, FusionKind, Primitive, Template
+from nova.core.primitive import Cost, FusionKind, Primitive, Template, broadcast_batched
 from nova.ops import elementwise as ew
 from nova.ops import structural as st
 
@@ -109,6 +109,8 @@ sort_p = Primitive(
     cost=_sort_cost,
     multiple_results=True,
     param_types={"dimension": int, "num_keys": int},
+    batch=lambda args, batched, *, dimension, num_keys: sort_p.bind(
+        *broadcast_batched(args, batched), dimension=dimension + 1, num_keys=num_keys),
 )
 
 

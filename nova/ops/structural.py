@@ -153,6 +153,9 @@ broadcast_in_dim_p = Primitive(
     fusion=FusionKind.MOVEMENT,
     kernel=IndexMap(_bcast_index_map),
     param_types={"shape": tuple, "broadcast_dimensions": tuple},
+    batch=lambda args, batched, *, shape, broadcast_dimensions: broadcast_in_dim_p.bind(
+        args[0], shape=(args[0].shape[0], *shape),
+        broadcast_dimensions=(0, *(d + 1 for d in broadcast_dimensions))),
 )
 
 
@@ -202,6 +205,8 @@ reshape_p = Primitive(
     fusion=FusionKind.MOVEMENT,
     kernel=IndexMap(_reshape_index_map),
     param_types={"new_sizes": lambda s: tuple(int(d) for d in s)},
+    batch=lambda args, batched, *, new_sizes: reshape_p.bind(
+        args[0], new_sizes=(args[0].shape[0], *new_sizes)),
 )
 
 
@@ -242,6 +247,8 @@ transpose_p = Primitive(
     fusion=FusionKind.MOVEMENT,
     kernel=IndexMap(_transpose_index_map),
     param_types={"permutation": tuple},
+    batch=lambda args, batched, *, permutation: transpose_p.bind(
+        args[0], permutation=(0, *(p + 1 for p in permutation))),
 )
 
 

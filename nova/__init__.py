@@ -1,7 +1,7 @@
 """Nova: a JAX-style functional array framework with its own MLIR compiler.
 
 `nova.numpy` for arrays, `nova.grad`/`value_and_grad`/`vjp`/`jvp` for derivatives (`custom_vjp`, `custom_jvp` for a
-rule of one's own), `nova.jit` to
+rule of one's own), `nova.vmap` to map over a batch axis, `nova.jit` to
 trace a function into one Program and compile it. See DESIGN.md (../shared) for the architecture.
 """
 
@@ -24,6 +24,7 @@ from nova.core.errors import (
     UnexpectedTracerError,
 )
 from nova.core.ir import Program, TensorType, parse_program
+from nova.batching import vmap
 from nova.custom_derivatives import custom_jvp, custom_vjp
 from nova.grad import grad, jvp, value_and_grad, vjp
 from nova.jit import ShapeDtypeStruct, jit, make_program
@@ -65,6 +66,7 @@ __all__ = [
     "tree_util",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]
 
 

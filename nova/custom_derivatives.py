@@ -337,6 +337,45 @@ def _bind_positional(f, args: tuple, kwargs: dict, name: str, kind: str = "custo
     return tuple(bound.args)
 
 
+def batched_rule(rule, size: int):
+    """The rule of a custom_vjp / custom_jvp call mapped by `nova.vmap` over `size` examples
+    (nova/batching.py): the call's arguments, outputs and residuals all gain a leading axis of
+    `size`, and the rule is the vmap of the user's (static arguments and non-array residual
+    leaves passed to every example as they are)."""
+    from nova.batching import vmap
+
+    def up(types):
+        return [TensorType((size, *t.shape), t.dtype) for t in types]
+
+    if isinstance(rule, _CustomVJPRule):
+        def bwd(res, g):
+            leaves, td = tree_flatten(res)
+            pos = [i for i in range(len(leaves)) if i not in rule.res_static]
+
+            def one(arrays, g):
+                full = list(leaves)
+                for i, a in zip(pos, arrays, strict=True):
+                    full[i] = a
+                return rule.bwd(*rule.nondiff, tree_unflatten(td, full), g)
+
+            return vmap(one)([leaves[i] for i in pos], g)
+
+        return _CustomVJPRule(rule.name, bwd, (), rule.arg_trees, rule.out_tree, rule.res_tree,
+                              rule.res_static, up(rule.arg_types))
+
+    def jvp(primals, tangents):
+        # Each example's tangent output as the rule's checks make it (zeros for None, scalars
+        # broadcast to the output's shape) before the examples are stacked. (The primal output
+        # of a custom_jvp rule is not used.)
+        def one(p, t):
+            return tree_unflatten(rule.out_tree, rule.tangents_out(tree_leaves(p), tree_leaves(t)))
+
+        return None, vmap(one)(primals, tangents)
+
+    return _CustomJVPRule(rule.name, jvp, (), rule.arg_trees, rule.out_tree,
+                          up(rule.arg_types), up(rule.out_types))
+
+
 # --- custom_jvp ------------------------------------------------------------------------------------
 
 

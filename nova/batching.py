@@ -1,0 +1,243 @@
+"""Vectorizing map: `vmap`, as `jax.vmap`.
+
+`vmap(f)` traces f once on one example's abstract values (the mapped axis removed) into a
+Program of its own, then replays that Program's equations on the whole batch: each equation with
+a mapped input becomes its primitive's batching rule (`Primitive.batch`, nova/core/primitive.py:
+elementwise and reduction rules come from the kind, the others are declared with the primitive),
+each equation of unmapped inputs runs once as it is. Inside the Program the mapped axis is
+always the first; `in_axes` and `out_axes` move it once on the way in and out. The replay binds
+into whatever is current (eager ops, an outer jit's trace, a grad's concrete trace), so vmap
+composes with the other transforms both ways: `grad(vmap(f))` differentiates the batched
+equations; `vmap(grad(f))` batches the backward grad appended to f's trace (per-example
+gradients). Values f reads from an enclosing transform are captured as unmapped inputs
+(core/trace.py `Trace.captures`). custom_vjp and custom_jvp calls keep their rules: the batched
+call's rule is the vmap of the user's rule.
+
+Like jax.vmap, f is traced abstractly: Python control flow on a mapped value raises
+TracerBoolConversionError. (JAX's BatchTracer interprets f op by op instead; one trace and a
+replay is the same result in Nova's single-trace design.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from nova.core import dtypes
+from nova.core.array import Array
+from nova.core.ir import TensorType
+from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
+from nova.core.source_info import attributed_to, short, user_frame_line
+from nova.core.trace import CUSTOM_CALLS, Trace, current_trace, end_trace, trace_context
+from nova.grad import _arg_names
+from nova.ops import lax
+
+__all__ = ["vmap"]
+
+
+def _where() -> str:
+    return f" (at {short(user_frame_line())})"
+
+
+def _children(tree) -> tuple[list, object]:
+    """The immediate children of a pytree node and the node's one-level structure."""
+    return tree_flatten(tree, is_leaf=lambda x: x is not tree)
+
+
+def _axes_of(spec, tree, what: str) -> list:
+    """One axis (int or None) per leaf of `tree`, from `spec`: an int or None for every leaf
+    below it, or a container of tree's own structure holding such specs (a pytree prefix, as
+    jax.vmap's in_axes and out_axes). Raises ValueError when spec's structure is no prefix of
+    tree's."""
+    if spec is None or isinstance(spec, int | np.integer) and not isinstance(spec, bool):
+        return [None if spec is None else int(spec)] * len(tree_leaves(tree))
+    spec_kids, spec_td = _children(spec)
+    tree_kids, tree_td = _children(tree)
+    if spec_td != tree_td or spec is tree:
+        raise ValueError(f"vmap {what}: the specification {spec!r} is not a prefix of the "
+                         f"structure {tree_flatten(tree)[1]}: give an int, None, or a container "
+                         f"of the same structure{_where()}")
+    out = []
+    for s, t in zip(spec_kids, tree_kids, strict=True):
+        out += _axes_of(s, t, what)
+    return out
+
+
+def _normalized_axis(axis: int, ndim: int, what: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"vmap {what}: axis {axis} is out of range for a value of rank {ndim}"
+                         f"{_where()}")
+    return axis % ndim
+
+
+def _move_axis(x, src: int, dst: int):
+    if src == dst:
+        return x
+    perm = [i for i in range(x.ndim) if i != src]
+    perm.insert(dst, src)
+    return lax.transpose(x, tuple(perm))
+
+
+def _as_array(x, name: str):
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, np.ndarray | np.generic | int | float | bool | complex):
+        return Array(np.asarray(x, dtype=dtypes.dtype_of_value(x)))
+    raise TypeError(f"vmap: argument {name} holds a {type(x).__name__}, which is not an array; "
+                    f"map only arrays (in_axes=None leaves other values as they are){_where()}")
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Callable:
+    """Maps `fun` over an axis of its arguments: `vmap(f)(xs)[i] == f(xs[i])`, as `jax.vmap`.
+
+    in_axes: the mapped axis of each positional argument: an int (negative counts from the
+    end), None (not mapped: every example sees the whole value), or a tuple/list with one entry
+    per positional argument, each an int, None, or a pytree prefix of that argument giving an
+    axis per leaf. Keyword arguments are mapped along axis 0. out_axes: where the mapped axis
+    goes in each output (an int, or a pytree prefix of the output; None: the output must not
+    depend on the mapped arguments, and is returned once). axis_size: the batch size, needed
+    only when no argument is mapped.
+
+    Shapes: a mapped leaf of shape (..., B, ...) (B at its axis) is seen by fun as the shape
+    without that axis; fun's outputs of shape S come back as S with B inserted at out_axes.
+    dtypes are unchanged. Composes with grad, jvp, vjp, jit and vmap itself in any order.
+
+    Raises ValueError when mapped axes have different sizes, an axis is out of range, in_axes
+    or out_axes do not match the arguments' or outputs' structure, nothing is mapped and no
+    axis_size is given, or an output given out_axes=None depends on a mapped value; TypeError
+    for a mapped leaf that is not an array. Errors from fun itself (shape errors, Python control
+    flow on traced values) name its source line, as under jit.
+    """
+    if not callable(fun):
+        raise TypeError(f"vmap: expected a function, got {type(fun).__name__}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    fname = getattr(fun, "__name__", "f")
+
+    def batched(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap({fname}): in_axes has {len(in_axes)} entries but "
+                             f"{len(args)} positional arguments were given{_where()}")
+        specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        names = _arg_names(fun, len(args))
+        leaves, axes, leaf_names = [], [], []
+        for a, s, n in zip(args, specs, names, strict=True):
+            lv = tree_leaves(a)
+            leaves += lv
+            axes += _axes_of(s, a, f"in_axes for argument '{n}'")
+            leaf_names += [n if len(lv) == 1 else f"{n}[{i}]" for i in range(len(lv))]
+        kw_leaves, kw_td = tree_flatten(kwargs)
+        leaves += kw_leaves
+        axes += [0] * len(kw_leaves)
+        leaf_names += [f"keyword argument {i}" for i in range(len(kw_leaves))]
+        arrays, size, sizes = [], axis_size, {}
+        for x, ax, n in zip(leaves, axes, leaf_names, strict=True):
+            if ax is None:
+                arrays.append(x)
+                continue
+            x = _as_array(x, f"'{n}'")
+            ax = _normalized_axis(ax, x.ndim, f"in_axes for '{n}'")
+            sizes[n] = x.shape[ax]
+            arrays.append(_move_axis(x, ax, 0))
+        found = set(sizes.values()) | ({axis_size} if axis_size is not None else set())
+        if len(found) > 1:
+            listed = ", ".join(f"'{n}' {s}" for n, s in sizes.items())
+            raise ValueError(f"vmap({fname}): the mapped axes have different sizes: {listed}"
+                             f"{f' (axis_size {axis_size})' if axis_size is not None else ''}"
+                             f"{_where()}")
+        if not found:
+            raise ValueError(f"vmap({fname}): no argument is mapped (every in_axes entry is "
+                             f"None) and axis_size is not given{_where()}")
+        size = found.pop()
+        return _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname)
+
+    batched.__name__ = f"vmap({fname})"
+    batched.__wrapped__ = fun
+    return batched
+
+
+def _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname):
+    inner = Trace(concrete=False)
+    with trace_context(inner):
+        leaves = []
+        for x, ax in zip(arrays, axes, strict=True):
+            if ax is None:
+                leaves.append(x)  # an unmapped value: a constant or a captured outer value
+            else:
+                leaves.append(inner.new_input(TensorType(x.shape[1:], x.dtype)))
+        k = 0
+        new_args = []
+        for a in args:
+            n = len(tree_leaves(a))
+            new_args.append(tree_unflatten(tree_flatten(a)[1], leaves[k:k + n]))
+            k += n
+        new_kwargs = tree_unflatten(kw_td, leaves[k:])
+        out = fun(*new_args, **new_kwargs)
+        out_leaves, out_tree = tree_flatten(out)
+        out_tr = [inner.lift(o) for o in out_leaves]
+        program = inner.to_program(out_tr, keep_custom_rules=True)
+    end_trace(inner)
+    out_specs = _axes_of(out_axes, out, "out_axes") if out_leaves else []
+    # The Program's inputs: one per mapped leaf, then the captured outer values (unmapped).
+    env = {}
+    mapped = iter(x for x, ax in zip(arrays, axes, strict=True) if ax is not None)
+    for v in program.inputs[:len(program.inputs) - len(inner.captures)]:
+        env[id(v)] = (next(mapped), True)
+    for outer, v in inner.captures:
+        env[id(v)] = (outer, False)
+    _replay(program, env, size)
+    results = []
+    for v, ax in zip(program.outputs, out_specs, strict=True):
+        val, is_mapped = env[id(v)]
+        if ax is None:
+            if is_mapped:
+                raise ValueError(f"vmap({fname}): an output given out_axes=None depends on a "
+                                 f"mapped argument (shape {tuple(val.shape[1:])}){_where()}")
+            results.append(val)
+            continue
+        if not is_mapped:
+            val = lax.broadcast_in_dim(val, (size, *val.shape), tuple(range(1, val.ndim + 1)))
+        ax = _normalized_axis(ax, val.ndim, "out_axes")
+        results.append(_move_axis(val, 0, ax))
+    return tree_unflatten(out_tree, results)
+
+
+def _replay(program, env: dict, size: int) -> None:
+    """Binds `program`'s equations in the current context, mapped where an input is:
+    env maps id(var) -> (value, mapped along its first axis)."""
+    for e in program.eqns:
+        ins = [env[id(v)] for v in e.inputs]
+        vals = [v for v, _ in ins]
+        flags = [m for _, m in ins]
+        with attributed_to(e.source):
+            if e.prim.name in CUSTOM_CALLS:
+                outs = _custom_call(e, vals, flags, size)
+                mapped = any(flags)
+            elif not any(flags):
+                outs = e.prim.bind(*vals, **e.params)
+                mapped = False
+            else:
+                outs = e.prim.batch(vals, flags, **e.params)
+                mapped = True
+        outs = list(outs) if e.prim.multiple_results else [outs]
+        for v, o in zip(e.outputs, outs, strict=True):
+            env[id(v)] = (o, mapped)
+
+
+def _custom_call(e, vals, flags, size):
+    """A custom_vjp / custom_jvp marker: unmapped, recorded as it was; mapped, its arguments,
+    outputs and residuals all mapped and its rule replaced by the rule's vmap. Outside any
+    trace the marker is only its primal outputs."""
+    n_args, n_out, n_res = e.params["n_args"], e.params["n_out"], e.params["n_res"]
+    if current_trace() is None:
+        return tuple(vals[n_args:n_args + n_out])
+    if not any(flags):
+        return e.prim.bind(*vals, **e.params)
+    from nova.custom_derivatives import batched_rule
+
+    n = n_args + n_out + n_res
+    main = [v if m else lax.broadcast_in_dim(v, (size, *v.shape), tuple(range(1, v.ndim + 1)))
+            for v, m in zip(vals[:n], flags[:n], strict=True)]
+    params = dict(e.params, rule=batched_rule(e.params["rule"], size))
+    return e.prim.bind(*main, *vals[n:], **params)

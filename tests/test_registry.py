@@ -36,6 +36,7 @@ def test_contract_fields(name):
     if p.fusion is FusionKind.REDUCTION:
         assert isinstance(p.kernel, Reduction)
     assert callable(p.cost), f"{name}: no cost"
+    assert name == "constant" or callable(p.batch), f"{name}: no batching rule (nova.vmap)"
     assert name in EXAMPLES and EXAMPLES[name], f"{name}: no example in tests/prim_examples"
 
 

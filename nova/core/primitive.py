@@ -166,10 +166,11 @@ class Primitive:
         return bind(self, *args, **params)
 
 
-def broadcast_batched(args, batched) -> list:
+def broadcast_batched(args, batched, size: int | None = None) -> list:
     """Batching helper: the unbatched operands broadcast along a new first axis of the batch's
-    size (from the first batched operand), the batched ones as they are."""
-    size = next(a.shape[0] for a, b in zip(args, batched, strict=True) if b)
+    size (`size`, else the first batched operand's), the batched ones as they are."""
+    if size is None:
+        size = next(a.shape[0] for a, b in zip(args, batched, strict=True) if b)
     bcast = lookup("broadcast_in_dim")
     return [a if b else bcast.bind(a, shape=(size, *a.shape),
                                    broadcast_dimensions=tuple(range(1, len(a.shape) + 1)))

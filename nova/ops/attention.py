@@ -286,18 +286,33 @@ _PARAMS = {"scale": float, "mask_kind": str, "fill": float}
 
 def _attention_batch(prim, n_main):
     """vmap of the flash kernels: the mapped axis is one more leading batch dimension of q, k,
-    v (and lse, do, delta); the (Tq, Tk) mask is shared by every batch element, so a mask
-    that differs per example is refused."""
+    v (and lse, do, delta). The (Tq, Tk) mask is shared by a call's batch elements, so a mask
+    mapped per example gives one call per example, the results stacked."""
 
     def batch(args, batched, **params):
-        if any(batched[n_main:]):
-            raise NotImplementedError(
-                f"vmap of {prim.name}: the mask differs per mapped example; only q, k, v "
-                "(and the backward's lse, do, delta) may be mapped")
-        main = broadcast_batched(list(args[:n_main]), list(batched[:n_main]))
-        return prim.bind(*main, *args[n_main:], **params)
+        args = list(args)
+        size = next(a.shape[0] for a, m in zip(args, batched, strict=True) if m)
+        main = broadcast_batched(args[:n_main], list(batched[:n_main]), size)
+        if not any(batched[n_main:]):
+            return prim.bind(*main, *args[n_main:], **params)
+        mask = broadcast_batched(args[n_main:], list(batched[n_main:]), size)
+        outs = [prim.bind(*(_example(x, b) for x in main + mask), **params)
+                for b in range(size)]
+        from nova.ops.slicing import concatenate
+
+        return tuple(concatenate([st.reshape(o[i], (1, *o[i].shape)) for o in outs], 0)
+                     for i in range(len(outs[0])))
 
     return batch
+
+
+def _example(x, b):
+    """Example b of a value mapped along its first axis."""
+    from nova.ops.slicing import slice as slice_
+
+    part = slice_(x, (b,) + (0,) * (x.ndim - 1), (b + 1, *x.shape[1:]))
+    return st.reshape(part, x.shape[1:])
+
 
 flash_attention_fwd_p = Primitive(
     "flash_attention_fwd",

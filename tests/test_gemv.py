@@ -85,7 +85,8 @@ def test_ssa_names_are_unique_for_every_shape():
     %c<k>, broke the "columns" kernel for k = 31, (9, 64), ...: found by review)."""
     import re
 
-    for k in list(range(1, 70)) + [127, 128, 1000]:
+    # (k = 1 is an outer product: simplify makes it a loop kernel, no contraction.)
+    for k in list(range(2, 70)) + [127, 128, 1000]:
         for n in (1, 2, 3, 7, 8, 9, 16, 31, 64, 65, 3072):
             for f, specs in ((lambda x, w: x @ w, [S((k,), f32), S((k, n), f32)]),
                              (lambda w, x: w @ x, [S((n, k), f32), S((k,), f32)])):

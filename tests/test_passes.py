@@ -143,3 +143,45 @@ def test_zero_clean_ups_keep_the_sign_of_zero():
              (lambda w: w / jnp.reshape(jnp.zeros((1, 3), jnp.float32) * -1.0, (3,)), -np.inf)]
     for f, want in cases:
         np.testing.assert_array_equal(np.asarray(nova.jit(f)(x)), np.full(3, want, np.float32))
+
+
+# --- contractions over size-1 axes are products ------------------------------------------------
+
+_OUTER_CASES = [
+    # (x shape, y shape, dimension numbers)
+    ((5, 1), (1, 7), (((1,), (0,)), ((), ()))),  # column times row
+    ((4, 1, 3), (4, 1, 6), (((1,), (1,)), ((0,), (0,)))),  # batched outer product (vmap's)
+    ((3, 4), (3, 6), (((), ()), ((0,), (0,)))),  # no contracting axis at all
+    ((1, 2, 3), (3, 1, 2), (((0,), (1,)), ((2, 1), (0, 2)))),  # batch axes out of order
+    ((2, 1, 1, 3), (1, 5, 1), (((1, 2), (0, 2)), ((), ()))),  # two size-1 contracting axes
+]
+
+
+@pytest.mark.parametrize("xs,ys,dn", _OUTER_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_size_one_contraction_becomes_a_product(xs, ys, dn, dtype):
+    from nova.compiler.fuse import fuse
+    from nova.jit import ShapeDtypeStruct as S
+
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(xs) * 3).astype(dtype)
+    y = (rng.standard_normal(ys) * 3).astype(dtype)
+
+    def f(a, b):
+        return nova.lax.dot_general(a, b, dn)
+
+    program = run_passes(nova.make_program(f)(S(xs, dtype), S(ys, dtype)))
+    assert not any(e.prim.name == "dot_general" for e in program.eqns)
+    assert not [k for k in fuse(program).kernels if k.kind == "contraction"]
+    ref = nova.core.primitive.lookup("dot_general").impl(x, y, dimension_numbers=dn)
+    got = nova.jit(f)(x, y)
+    assert got.shape == ref.shape and got.dtype == ref.dtype
+    np.testing.assert_array_equal(np.asarray(got), ref)  # one product per element: exact
+
+
+def test_size_one_contraction_keeps_ieee_products():
+    x = np.array([[np.inf], [0.0], [np.nan], [-2.0]], np.float32)
+    y = np.array([[0.0, 1.0, -np.inf]], np.float32)
+    got = np.asarray(nova.jit(lambda a, b: a @ b)(x, y))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(got, x * y)

@@ -14,6 +14,10 @@
   -> false;
 - a contraction over an empty axis -> zeros; a reduction over an empty axis -> its identity
   (0 for sum, 1 for prod, -inf / +inf or the integer extremes for max / min), broadcast;
+- a contraction whose contracting axes all have size 1 (or that has none: a batched outer
+  product, which `vmap` of a per-example gradient makes) -> the product of the two operands
+  broadcast to the result's shape: exactly the one term of each sum, computed by a loop kernel
+  that streams the result (and fuses with its operands' producers) instead of a GEMM with K = 1;
 - transpose(dot_general(x, y)) that only swaps the free dimensions -> dot_general(y, x) (when the
   transpose is the product's only reader);
 - dot_general(transpose(x), y) (or of a transposed y) -> dot_general(x, y) with the dimension
@@ -42,6 +46,37 @@ _ZERO_PRESERVING = {"neg", "broadcast_in_dim", "reshape", "transpose", "reduce_s
 _BOUNDED = {"tanh", "logistic", "sin", "cos", "erf"}
 _KEEPS_BOUNDED = {"neg", "broadcast_in_dim", "reshape", "transpose", "abs", "add", "sub", "mul",
                   "select"}
+
+
+def _is_outer_product(ins, dimension_numbers) -> bool:
+    (lc, _), _ = dimension_numbers
+    return all(ins[0].type.shape[a] == 1 for a in lc) and ins[0].type.size > 0 and \
+        ins[1].type.size > 0
+
+
+def _outer_product(rw: Rewriter, ins, dimension_numbers, out, source):
+    """dot_general(x, y) over size-1 contracting axes as x * y, each operand put in the result's
+    order (batch, its free axes), its contracting axes dropped, and broadcast to the result."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    nb = len(lb)
+    x_free = [i for i in range(ins[0].type.ndim) if i not in lc and i not in lb]
+    y_free = [i for i in range(ins[1].type.ndim) if i not in rc and i not in rb]
+    shape = out.type.shape
+    parts = []
+    for v, batch, free, contract, at in ((ins[0], lb, x_free, lc, nb),
+                                         (ins[1], rb, y_free, rc, nb + len(x_free))):
+        perm = (*batch, *free, *contract)
+        if perm != tuple(range(len(perm))):
+            (v,) = rw.emit("transpose", [v], {"permutation": perm}, source)
+        kept = v.type.shape[:nb + len(free)]
+        if kept != v.type.shape:
+            (v,) = rw.emit("reshape", [v], {"new_sizes": kept}, source)
+        dims = (*range(nb), *range(at, at + len(free)))
+        if v.type.shape != shape:
+            (v,) = rw.emit("broadcast_in_dim", [v], {"shape": shape,
+                                                     "broadcast_dimensions": dims}, source)
+        parts.append(v)
+    return rw.emit("mul", parts, {}, source)[0]
 
 
 def simplify(program: Program, fold_operand_transposes: bool = True) -> Program:
@@ -134,6 +169,10 @@ def simplify(program: Program, fold_operand_transposes: bool = True) -> Program:
             # A contraction over an empty axis is all zeros (an empty sum), whatever its
             # operands hold: no kernel (the CUDA loop kernel for it did not parse).
             rw.replace(out, _zeros(rw, out, e.source))
+            continue
+        if name == "dot_general" and _is_outer_product(ins, e.params["dimension_numbers"]):
+            rw.replace(out, _outer_product(rw, ins, e.params["dimension_numbers"], out,
+                                           e.source))
             continue
         if isinstance(e.prim.kernel, Reduction) and "axes" in e.params and \
                 any(ins[0].type.shape[a] == 0 for a in e.params["axes"]):

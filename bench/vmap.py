@@ -33,10 +33,10 @@ def main() -> None:
     os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true "
                           f"intra_op_parallelism_threads={args.threads}")
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import nova.numpy as jnp
     import numpy as np
 
     import nova
-    import nova.numpy as jnp
 
     b, d, h, c = args.batch, args.features, args.hidden, args.classes
     rng = np.random.default_rng(0)

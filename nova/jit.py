@@ -521,7 +521,7 @@ class Traced:
 
     _verified = False
     replay: Program | None = None  # the program with its custom_vjp markers (jit._inline)
-    captures: list = []  # enclosing traces' values its last inputs stand for (jit._inline)
+    captures: tuple | list = ()  # enclosing traces' values its last inputs stand for (jit._inline)
     cacheable: bool = True  # False: traced while a custom_vjp rule was bypassed (trace.py)
 
     def verify(self) -> None:
@@ -819,7 +819,7 @@ class JitFunction:
             # (counted once above: compiling a program traced there is no second miss)
             compiled = self._cache.get(sig.key()) or self._compiled_for(sig, args, kwargs)
             p = compiled.program
-        leaves = list(leaves) + traced.captures
+        leaves = list(leaves) + list(traced.captures)
         env = {id(v): trace.lift(x if isinstance(x, Array) else Array(_value_of(x, v.type)))
                for v, x in zip(p.inputs, leaves, strict=True)}
         for e in p.eqns:

@@ -1,11 +1,11 @@
 """nova.vmap: every primitive's batching rule against a loop over examples, the transforms
 composed with vmap in both orders, custom rules under vmap, closures, and bad input."""
 
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
 import nova
-import nova.numpy as jnp
 from nova.core.interpreter import run_program
 from nova.core.primitive import all_primitives
 from tests.helpers import assert_close
@@ -84,7 +84,7 @@ def _per_example_grads():
 
 
 def test_vmap_eager_matches_loop():
-    f = lambda x: jnp.tanh(x @ W).sum(axis=-1)  # noqa: E731
+    f = lambda x: jnp.tanh(x @ W).sum(axis=-1)
     got = nova.vmap(f)(X)
     assert got.shape == (4,)
     assert_close(got, np.stack([np.asarray(f(x)) for x in X]))
@@ -111,7 +111,7 @@ def test_vmap_of_jit_and_jit_of_vmap():
 
 
 def test_jvp_and_vmap_compose():
-    f = lambda x: jnp.sin(x) * x  # noqa: E731
+    f = lambda x: jnp.sin(x) * x
     t = np.ones_like(X)
     _, tan = nova.jvp(nova.vmap(f), (X,), (t,))
     assert_close(tan, np.cos(X) * X + np.sin(X), rtol=1e-5)

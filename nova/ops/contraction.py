@@ -121,7 +121,7 @@ def _dot_batch(args, batched, *, dimension_numbers):
     to the front of the result."""
     x, y = args
     (lc, rc), (lb, rb) = dimension_numbers
-    up = lambda dims, k: tuple(d + k for d in dims)  # noqa: E731
+    up = lambda dims, k: tuple(d + k for d in dims)
     if batched[0] and batched[1]:
         return dot_general_p.bind(x, y, dimension_numbers=(
             (up(lc, 1), up(rc, 1)), ((0, *up(lb, 1)), (0, *up(rb, 1)))))

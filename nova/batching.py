@@ -53,6 +53,9 @@ def _axes_of(spec, tree, what: str) -> list:
     if spec is None or isinstance(spec, int | np.integer) and not isinstance(spec, bool):
         return [None if spec is None else int(spec)] * len(tree_leaves(tree))
     spec_kids, spec_td = _children(spec)
+    if len(spec_kids) == 1 and spec_kids[0] is spec:  # a leaf that is no int or None
+        raise TypeError(f"vmap {what}: expected an int, None, or a container of them, got "
+                        f"{type(spec).__name__} {spec!r}{_where()}")
     tree_kids, tree_td = _children(tree)
     if spec_td != tree_td or spec is tree:
         raise ValueError(f"vmap {what}: the specification {spec!r} is not a prefix of the "
@@ -111,6 +114,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
     """
     if not callable(fun):
         raise TypeError(f"vmap: expected a function, got {type(fun).__name__}")
+    if axis_size is not None and (not isinstance(axis_size, int | np.integer)
+                                  or isinstance(axis_size, bool) or axis_size < 0):
+        raise ValueError(f"vmap: axis_size must be a non-negative int, got {axis_size!r}")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     fname = getattr(fun, "__name__", "f")

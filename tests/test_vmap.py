@@ -363,3 +363,43 @@ def test_all_patterns_are_checked():
     names = {name for name, _, _ in CASES}
     assert names == {n for n in PRIMS if n not in ("constant", "iota")}
     assert any(p != (True,) * len(p) for _, _, p in CASES)
+
+
+def test_narrow_index_dtypes_past_their_range():
+    # the example number joins each index row: uint8 indices with 300 examples must not wrap
+    from nova import lax
+
+    b = 300
+    op = np.zeros((b, 4), np.float32)
+    idx = np.zeros((b, 2, 1), np.uint8)
+    idx[:, 1, 0] = 3
+    got = np.asarray(nova.vmap(lambda o, i: lax.scatter_add(o, i, np.ones(2, np.float32), (0,)))(
+        op, idx))
+    assert_close(got, np.tile([1.0, 0.0, 0.0, 1.0], (b, 1)).astype(np.float32))
+    table = np.arange(b * 4, dtype=np.float32).reshape(b, 4)
+    got = np.asarray(nova.vmap(lambda o, i: lax.gather(o, i, (0,)))(table, idx))
+    assert_close(got, table[:, [0, 3]])
+
+
+@pytest.mark.parametrize("bad", [0.5, True, "0", np.array(0)])
+def test_in_and_out_axes_of_the_wrong_type(bad):
+    with pytest.raises(TypeError, match="expected an int, None, or a container"):
+        nova.vmap(lambda a: a, in_axes=bad)(X)
+    with pytest.raises(TypeError, match="expected an int, None, or a container"):
+        nova.vmap(lambda a: a, out_axes=bad)(X)
+
+
+@pytest.mark.parametrize("bad", [-1, 2.0, True])
+def test_bad_axis_size(bad):
+    with pytest.raises(ValueError, match="axis_size must be a non-negative int"):
+        nova.vmap(lambda a: a, in_axes=None, axis_size=bad)(X)
+
+
+def test_full_with_a_traced_fill_value():
+    # jnp.full / full_like broadcast an Array fill value, so its derivative flows (it was
+    # taken out of the trace by .item(): a zero gradient) and vmap maps it
+    assert_close(nova.grad(lambda a: jnp.full((2,), a).sum())(np.float32(3.0)), np.float32(2.0))
+    assert_close(nova.grad(lambda a: jnp.full_like(jnp.ones(3), a).sum())(np.float32(3.0)),
+                 np.float32(3.0))
+    got = nova.vmap(lambda a: jnp.full((2,), a))(np.arange(3, dtype=np.float32))
+    assert_close(got, np.repeat(np.arange(3, dtype=np.float32)[:, None], 2, 1))

@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from nova.core import dtypes
+from nova.core.array import Array
 from nova.ops import lax
 from nova.numpy_impl.util import asarray, where_am_i
 
@@ -46,9 +47,16 @@ def array(object, dtype=None, copy=True):  # noqa: A002 - NumPy's name
 def full(shape, fill_value, dtype=None):
     """An array of `shape` filled with `fill_value` (dtype from the value if not given)."""
     shape = _shape(shape)
-    d = dtypes.canonicalize(dtype) if dtype is not None else dtypes.dtype_of_value(
-        np.asarray(fill_value) if not isinstance(fill_value, int | float | bool) else fill_value)
-    if hasattr(fill_value, "shape") and tuple(fill_value.shape) != ():
+    if dtype is not None:
+        d = dtypes.canonicalize(dtype)
+    elif isinstance(fill_value, Array):
+        d = fill_value.dtype
+    else:
+        d = dtypes.dtype_of_value(
+            np.asarray(fill_value) if not isinstance(fill_value, int | float | bool) else fill_value)
+    if isinstance(fill_value, Array) or hasattr(fill_value, "shape") and \
+            tuple(fill_value.shape) != ():
+        # An Array (a traced one too: its derivative flows, as jnp.full's does) is broadcast.
         from nova.numpy_impl.shape import broadcast_to
 
         return broadcast_to(asarray(fill_value, d), shape)

@@ -101,7 +101,10 @@ def _gather_cost(ins, outs, *, axes):
 def _with_batch_coordinate(indices):
     """vmap helper: indices (B, ..., k) of B examples with each row's example number put first
     (B, ..., 1 + k), so one gather or scatter over the stacked operand indexes each example's
-    own slice."""
+    own slice. Indices narrower than int32 (uint8, int16, ...) are widened to int32 first,
+    since the example number may not fit them (a uint8 coordinate wrapped past 255)."""
+    if indices.dtype not in (dtypes.int32, dtypes.int64):
+        indices = ew.convert_element_type(indices, dtypes.int32)
     coord = st.iota(indices.dtype, indices.shape[:-1] + (1,), 0)
     from nova.ops.slicing import concatenate
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from nova.core import dtypes
 from nova.core.array import Array
-from nova.ops import lax
 from nova.numpy_impl.util import asarray, where_am_i
+from nova.ops import lax
 
 
 def _shape(shape, name="shape"):

@@ -13,8 +13,10 @@ gradients). Values f reads from an enclosing transform are captured as unmapped 
 (core/trace.py `Trace.captures`). custom_vjp and custom_jvp calls keep their rules: the batched
 call's rule is the vmap of the user's rule.
 
-Like jax.vmap, f is traced abstractly: Python control flow on a mapped value raises
-TracerBoolConversionError. (JAX's BatchTracer interprets f op by op instead; one trace and a
+As under jax.vmap, values that depend on no mapped argument (constants, unmapped arguments,
+values of an enclosing eager transform, and what is computed from those only) stay concrete
+while f is traced (`Trace.known_values`), so Python code may read them; Python control flow on
+a mapped value raises TracerBoolConversionError. (JAX's BatchTracer interprets f op by op instead; one trace and a
 replay is the same result in Nova's single-trace design.)
 """
 
@@ -164,7 +166,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
 
 
 def _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname):
-    inner = Trace(concrete=False)
+    inner = Trace(concrete=False, kind="vmap")
     with trace_context(inner):
         leaves = []
         for x, ax in zip(arrays, axes, strict=True):

@@ -403,3 +403,23 @@ def test_full_with_a_traced_fill_value():
                  np.float32(3.0))
     got = nova.vmap(lambda a: jnp.full((2,), a))(np.arange(3, dtype=np.float32))
     assert_close(got, np.repeat(np.arange(3, dtype=np.float32)[:, None], 2, 1))
+
+
+def test_values_independent_of_the_mapped_axis_stay_concrete():
+    # as under jax.vmap: constants, unmapped arguments and what is computed from them only
+    x = np.ones((4, 3), np.float32)
+    got = nova.vmap(lambda a: a * 2 if jnp.sum(jnp.arange(3)) > 2 else a)(x)
+    assert_close(got, 2 * x)
+    got = nova.vmap(lambda a, n: a * (n + 1).item(), in_axes=(0, None))(x, jnp.asarray(3.0))
+    assert_close(got, 4 * x)
+    got = nova.vmap(lambda a, n: jnp.zeros(int(n * 2)) + a.sum(), in_axes=(0, None))(
+        x, jnp.asarray(2))
+    assert_close(got, np.full((4, 4), 3.0, np.float32))
+    # a value of an enclosing eager grad, read through the closure
+    g = nova.grad(lambda s: nova.vmap(lambda a: a.sum() * s if s > 0 else a.sum())(x).sum())
+    assert_close(g(np.float32(2.0)), np.float32(12.0))
+    with pytest.raises(nova.TracerBoolConversionError, match="inside `vmap` that depends on a "
+                       "mapped argument"):
+        nova.vmap(lambda a: a if a.sum() > 0 else -a)(x)
+    with pytest.raises(nova.ConcretizationTypeError, match="inside `vmap`"):
+        nova.vmap(lambda a: a * a.sum().item())(x)

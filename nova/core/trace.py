@@ -56,6 +56,12 @@ class Tracer(Array):
             return v if type(v) is np.ndarray else v._concrete(what)
         if not self._trace.active:
             _raise_escaped(self)
+        if self._trace.kind == "vmap":
+            raise ConcretizationTypeError(
+                f"{what} needs a concrete value, but this is a traced {self.aval} inside "
+                f"`vmap` that depends on a mapped argument: its value differs per example. "
+                f"Use nova.numpy.where / array operations instead (value created at "
+                f"{short(self._source)})")
         raise ConcretizationTypeError(
             f"{what} needs a concrete value, but this is a traced {self.aval} inside `jit`"
             f"{self._arg_text()}. Mark the argument static with `static_argnums`/"
@@ -72,6 +78,11 @@ class Tracer(Array):
         return self._concretize(what)
 
     def __bool__(self):
+        if self._val is None and self._trace.kind == "vmap":
+            raise TracerBoolConversionError(
+                f"`if x:`/bool(x) on a traced {self.aval} inside `vmap` that depends on a "
+                f"mapped argument: its value differs per example. Use nova.numpy.where or "
+                f"nova.lax ops (value created at {short(self._source)})")
         if self._val is None:
             raise TracerBoolConversionError(
                 f"`if x:`/bool(x) on a traced {self.aval} inside `jit`{self._arg_text()}: "
@@ -116,8 +127,13 @@ class Trace:
     Array enters a concrete trace (computation follows data).
     """
 
-    def __init__(self, concrete: bool, device=None):
+    def __init__(self, concrete: bool, device=None, kind: str = "jit"):
         self.concrete = concrete
+        # An abstract trace of kind "vmap" still computes the values that depend on no mapped
+        # input (constants, unmapped arguments, and what is computed from them only), so Python
+        # code may read them, as under jax.vmap; "jit" stages everything (JAX's omnistaging).
+        self.kind = kind
+        self.known_values = kind == "vmap"
         self.device = device
         self.inputs: list[Var] = []
         self.input_names: list[str] = []
@@ -213,7 +229,8 @@ class Trace:
         if hit is not None:
             return hit
         outer = self.parent.lift(x)
-        t = self.new_input(TensorType(x.shape, x.dtype), name="closure")
+        known = x._val if self.known_values and type(x._val) is np.ndarray else None
+        t = self.new_input(TensorType(x.shape, x.dtype), known, name="closure")
         t._source = x._source
         self.captures.append((outer, t._var))
         self._captured[id(x._var)] = t
@@ -259,6 +276,8 @@ class Trace:
             self.custom_calls += 1
             n_args = params["n_args"]
             vals = [t._val for t in ins[n_args:n_args + len(outs)]]
+        elif self.known_values and all(type(t._val) is np.ndarray for t in ins):
+            vals = evaluate(prim, [t._val for t in ins], params, out_types)
         elif self.concrete:
             if self.device is None:
                 vals = evaluate(prim, [t._val for t in ins], params, out_types)

@@ -133,7 +133,7 @@ class Trace:
         # input (constants, unmapped arguments, and what is computed from them only), so Python
         # code may read them, as under jax.vmap; "jit" stages everything (JAX's omnistaging).
         self.kind = kind
-        self.known_values = kind == "vmap"
+        self.known_values = False
         self.device = device
         self.inputs: list[Var] = []
         self.input_names: list[str] = []
@@ -163,6 +163,9 @@ class Trace:
         # extra input of this trace (closure conversion, as JAX's), listed in `captures` as
         # (the outer tracer, the input standing for it) in the order they were met.
         self.parent = None if concrete else current_trace()
+        # (Under an enclosing jit everything is staged, as JAX's omnistaging does: no values.)
+        self.known_values = kind == "vmap" and (self.parent is None or self.parent.concrete
+                                                or self.parent.known_values)
         self.captures: list[tuple[Tracer, Var]] = []
         self._captured: dict[int, Tracer] = {}
 

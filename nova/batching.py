@@ -29,17 +29,14 @@ import numpy as np
 from nova.core import dtypes
 from nova.core.array import Array
 from nova.core.ir import TensorType
+from nova.core.primitive import broadcast_batched
 from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
-from nova.core.source_info import attributed_to, short, user_frame_line
+from nova.core.source_info import attributed_to
 from nova.core.trace import CUSTOM_CALLS, Trace, current_trace, end_trace, trace_context
-from nova.grad import _arg_names
+from nova.grad import _arg_names, _where
 from nova.ops import lax
 
 __all__ = ["vmap"]
-
-
-def _where() -> str:
-    return f" (at {short(user_frame_line())})"
 
 
 def _children(tree) -> tuple[list, object]:
@@ -205,7 +202,7 @@ def _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname):
             results.append(val)
             continue
         if not is_mapped:
-            val = lax.broadcast_in_dim(val, (size, *val.shape), tuple(range(1, val.ndim + 1)))
+            (val,) = broadcast_batched([val], [False], size)
         ax = _normalized_axis(ax, val.ndim, "out_axes")
         results.append(_move_axis(val, 0, ax))
     return tree_unflatten(out_tree, results)
@@ -245,7 +242,6 @@ def _custom_call(e, vals, flags, size):
     from nova.custom_derivatives import batched_rule
 
     n = n_args + n_out + n_res
-    main = [v if m else lax.broadcast_in_dim(v, (size, *v.shape), tuple(range(1, v.ndim + 1)))
-            for v, m in zip(vals[:n], flags[:n], strict=True)]
+    main = broadcast_batched(vals[:n], flags[:n], size)
     params = dict(e.params, rule=batched_rule(e.params["rule"], size))
     return e.prim.bind(*main, *vals[n:], **params)

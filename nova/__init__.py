@@ -1,8 +1,9 @@
 """Nova: a JAX-style functional array framework with its own MLIR compiler.
 
-`nova.numpy` for arrays, `nova.grad`/`value_and_grad`/`vjp`/`jvp` for derivatives (`custom_vjp`, `custom_jvp` for a
-rule of one's own), `nova.vmap` to map over a batch axis, `nova.jit` to
-trace a function into one Program and compile it. See DESIGN.md (../shared) for the architecture.
+`nova.numpy` for arrays, `nova.grad`/`value_and_grad`/`vjp`/`jvp` for derivatives (`jacfwd`,
+`jacrev`, `hessian` for whole Jacobians; `custom_vjp`, `custom_jvp` for a rule of one's own),
+`nova.vmap` to map over a batch axis, `nova.jit` to trace a function into one Program and
+compile it. See DESIGN.md (../shared) for the architecture.
 """
 
 import importlib as _importlib
@@ -26,7 +27,7 @@ from nova.core.errors import (
 from nova.core.ir import Program, TensorType, parse_program
 from nova.batching import vmap
 from nova.custom_derivatives import custom_jvp, custom_vjp
-from nova.grad import grad, jvp, value_and_grad, vjp
+from nova.grad import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 from nova.jit import ShapeDtypeStruct, jit, make_program
 from nova.ops import lax
 from nova.runtime.devices import Device, default_device, device_put, devices
@@ -57,6 +58,9 @@ __all__ = [
     "device_put",
     "devices",
     "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
     "jit",
     "jvp",
     "lax",

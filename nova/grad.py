@@ -18,6 +18,7 @@ import numpy as np
 
 from nova.core import dtypes
 from nova.core.array import Array
+from nova.core.errors import UnexpectedTracerError
 from nova.core.ir import TensorType, Var
 from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from nova.core.source_info import attributed_to, short, user_frame_line
@@ -128,27 +129,55 @@ def _accumulate(env: dict, var: Var, ct):
     env[id(var)] = ct if prev is None else lax.add(prev, ct)
 
 
-def backward_pass(trace: Trace, start: int, end: int, wrt: list[Var], outs: list[Var], out_cts):
+def backward_pass(trace: Trace, start: int, end: int, wrt: list[Var], outs: list[Var], out_cts,
+                  source: Trace | None = None):
     """Appends to `trace` the cotangents of `wrt` given cotangents `out_cts` of `outs`.
 
-    Only equations in trace.eqns[start:end] that depend on `wrt` are differentiated. Returns a list
-    (one entry per wrt var) of tracers, or None where the cotangent is zero.
+    Only equations in source.eqns[start:end] that depend on `wrt` are differentiated; `source`
+    (default: `trace`) is the trace that recorded them. With another trace than `trace` (a
+    vjp_fn called under jit or vmap, as JAX's linearized function is), the primal values the
+    rules read enter `trace` as it lifts them: as constants from a finished eager transform, as
+    captured inputs from an enclosing one. Returns a list (one entry per wrt var) of tracers,
+    or None where the cotangent is zero.
     """
+    source = trace if source is None else source
     active = {id(v) for v in wrt}
     relevant = []
-    for e in trace.eqns[start:end]:
+    for e in source.eqns[start:end]:
         if e.prim.differentiable and any(id(v) in active for v in e.inputs):
             relevant.append(e)
             active.update(id(o) for o in e.outputs if dtypes.is_float(o.type.dtype))
     env: dict[int, object] = {}
     prev_stage, trace.stage = trace.stage, "bwd"
     try:
-        return _backward_walk(trace, relevant, active, env, wrt, outs, out_cts)
+        return _backward_walk(trace, _primal_lookup(trace, source), relevant, active, env, wrt,
+                              outs, out_cts)
     finally:
         trace.stage = prev_stage
 
 
-def _backward_walk(trace, relevant, active, env, wrt, outs, out_cts):
+def _primal_lookup(trace: Trace, source: Trace) -> Callable:
+    """var of `source` -> its value as a tracer of `trace` (lifted once per var)."""
+    if source is trace:
+        return trace.tracer_of
+    lifted: dict[int, Tracer] = {}
+
+    def primal(var: Var) -> Tracer:
+        hit = lifted.get(id(var))
+        if hit is None:
+            t = source.tracer_of(var)
+            if source.concrete and not trace._is_ancestor(source):
+                # a value of a finished eager transform: a constant here (JAX's residuals)
+                hit = trace.lift(t._val if isinstance(t._val, Array) else Array(t._val))
+            else:
+                hit = trace.lift(t)  # captured from an enclosing trace, or an escaped tracer
+            lifted[id(var)] = hit
+        return hit
+
+    return primal
+
+
+def _backward_walk(trace, primal, relevant, active, env, wrt, outs, out_cts):
     with trace_context(trace):
         for o, ct in zip(outs, out_cts, strict=True):
             if ct is not None and id(o) in active:
@@ -157,15 +186,15 @@ def _backward_walk(trace, relevant, active, env, wrt, outs, out_cts):
             cts = [env.pop(id(v), None) for v in e.outputs]
             if all(c is None for c in cts):
                 continue
-            out_tr = [trace.tracer_of(v) for v in e.outputs]
+            out_tr = [primal(v) for v in e.outputs]
             if e.prim.multiple_results:
                 ct = tuple(c if c is not None else _zeros_like(t) for c, t in zip(cts, out_tr, strict=True))
                 out = tuple(out_tr)
             else:
                 ct, out = cts[0], out_tr[0]
-            primals = [trace.tracer_of(v) for v in e.inputs]
+            primals = [primal(v) for v in e.inputs]
             if e.prim.name in CUSTOM_CALLS:
-                _check_closure(trace, e, active)
+                _check_closure(primal, e, active)
             with attributed_to(e.source):
                 cts_in = e.prim.vjp(ct, *primals, out=out, **e.params)
             for v, c in zip(e.inputs, cts_in, strict=True):
@@ -174,7 +203,7 @@ def _backward_walk(trace, relevant, active, env, wrt, outs, out_cts):
     return [env.get(id(w)) for w in wrt]
 
 
-def _check_closure(trace: Trace, e, active: set) -> None:
+def _check_closure(primal: Callable, e, active: set) -> None:
     """Raises TypeError when a custom_vjp call's fwd (a custom_jvp call's function) closed over
     a value being differentiated: the rule gives derivatives for the arguments only, so that
     value's would silently be zero (jax.custom_vjp raises too)."""
@@ -182,7 +211,7 @@ def _check_closure(trace: Trace, e, active: set) -> None:
     rule = p["rule"]
     for v in e.inputs[p["n_args"] + p["n_out"] + p["n_res"]:]:
         if id(v) in active:
-            t = trace.tracer_of(v)
+            t = primal(v)
             raise TypeError(
                 f"{rule.kind} {rule.name}: its {rule.primal_fn} closes over a value that is "
                 f"being differentiated ({t.aval}, created at {short(t._source)}); its "
@@ -221,7 +250,7 @@ def forward_pass(trace: Trace, start: int, end: int, wrt: list[Var], tangents: l
             if not e.prim.differentiable or not any(id(v) in tan for v in e.inputs):
                 continue
             if e.prim.name in CUSTOM_CALLS:
-                _check_closure(trace, e, tan)
+                _check_closure(trace.tracer_of, e, tan)
             primals = [trace.tracer_of(v) for v in e.inputs]
             ts = [tan.get(id(v)) if id(v) in tan else _zeros_like(p) for v, p in zip(e.inputs, primals, strict=True)]
             out_tr = [trace.tracer_of(v) for v in e.outputs]
@@ -298,10 +327,23 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         for c, o in zip(ct_leaves, out_tr, strict=True):
             if tuple(np.shape(c)) != o.shape:
                 raise ValueError(f"vjp_fn: cotangent shape {np.shape(c)} differs from output shape {o.shape}")
-        with trace_context(scope.trace):
-            cts = [lax.convert_element_type(scope.trace.lift(c), o.dtype) for c, o in zip(ct_leaves, out_tr, strict=True)]
-            got = backward_pass(scope.trace, start, end, [x._var for x in xs], [o._var for o in out_tr], cts)
-            got = [g if g is not None else _zeros_like(x) for g, x in zip(got, xs, strict=True)]
+        # The backward is recorded where vjp_fn is called: in vjp's own trace, or (vjp_fn under
+        # jit or vmap, or inside a transform begun after vjp) in the trace current now, which
+        # reads the forward's values as constants or captures (backward_pass `source`).
+        here = current_trace()
+        target = scope.trace if here is None or here is scope.trace else here
+        if not scope.trace.active:
+            raise UnexpectedTracerError(
+                "vjp_fn: this pullback was made by vjp inside a jit (or vmap) trace that has "
+                "finished; its forward values no longer exist. Call it inside that function, "
+                f"or return what it computes from there{_where()}")
+        with trace_context(target):
+            cts = [lax.convert_element_type(target.lift(c), o.dtype) for c, o in zip(ct_leaves, out_tr, strict=True)]
+            got = backward_pass(target, start, end, [x._var for x in xs], [o._var for o in out_tr], cts,
+                                source=scope.trace)
+            got = [_zeros_like(x) if g is None else g for g, x in zip(got, xs, strict=True)]
+        if target is not scope.trace:
+            return tuple(tree_unflatten(in_tree, got))
         return tuple(scope.export(tree_unflatten(in_tree, got)))
 
     result = scope.export(tree_unflatten(out_tree, out_tr))
@@ -433,3 +475,147 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
         return primal_out, tangent_out, scope.export(aux)
     return primal_out, tangent_out
 
+
+
+# --- Jacobians and Hessians (jax.jacrev / jacfwd / hessian) -------------------------------------
+
+
+def _check_argnums(argnums, n: int, what: str) -> tuple[int, ...]:
+    try:
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    except TypeError:
+        nums = (argnums,)
+    for i in nums:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise TypeError(f"{what}: argnums must be an int or a sequence of ints, got {argnums!r}")
+        if not -n <= i < n:
+            raise ValueError(f"{what}: argnums {argnums} refers to argument {i}, but only {n} "
+                             f"positional arguments were given{_where()}")
+    return nums
+
+
+def _std_basis(leaves, total: int) -> list[np.ndarray]:
+    """Rows of the (total, total) identity split into one array per leaf: leaf k's has shape
+    (total,) + leaf.shape and its leaf's dtype (the unit vectors JAX's jacobians map over)."""
+    out, off = [], 0
+    for leaf in leaves:
+        shape = tuple(np.shape(leaf))
+        n = int(np.prod(shape, dtype=np.int64))
+        d = np.dtype(getattr(leaf, "dtype", None) or dtypes.dtype_of_value(leaf))
+        out.append(np.ascontiguousarray(np.eye(total, dtype=d)[:, off:off + n]).reshape((total,) + shape))
+        off += n
+    return out
+
+
+def _partial(f, args, kwargs, nums):
+    """f as a function of args[nums] only, the other arguments fixed."""
+    def fixed(*dyn):
+        new = list(args)
+        for i, d in zip(nums, dyn, strict=True):
+            new[i] = d
+        return f(*new, **kwargs)
+    return fixed
+
+
+def _size(x) -> int:
+    return int(np.prod(np.shape(x), dtype=np.int64))
+
+
+def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The Jacobian of f by reverse mode: one vjp, its pullback mapped (vmap) over the unit
+    cotangents, as `jax.jacrev`; best when f has fewer outputs than inputs.
+
+    `jacrev(f)(*args)` has f's output structure; each output leaf of shape O holds, for
+    argnums an int, a pytree of args[argnums]'s structure whose leaf of shape I is the
+    (O + I)-shaped array d out / d in (a tuple of such pytrees when argnums is a sequence).
+    dtypes: the output's. With has_aux=True f returns `(out, aux)` and the result is
+    `(jacobian, aux)`. Raises TypeError for integer or bool differentiated arguments or
+    outputs, ValueError for argnums out of range.
+    """
+    def jac(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args), "jacrev")
+        dyn = [args[i] for i in nums]
+        names = _arg_names(f, len(args))
+        flat, in_tree = tree_flatten(dyn)
+        _check_float_inputs(flat, [n for i in nums for n in _leaf_names(args[i], names[i])], "jacrev")
+        res = vjp(_partial(f, args, kwargs, nums), *dyn, has_aux=has_aux)
+        y, pullback = res[0], res[1]
+        y_leaves, y_tree = tree_flatten(y)
+        for o in y_leaves:
+            d = np.dtype(getattr(o, "dtype", None) or dtypes.dtype_of_value(o))
+            if not dtypes.is_float(d):
+                raise TypeError(f"jacrev requires floating-point outputs, but "
+                                f"{getattr(f, '__name__', 'f')} returned dtype {d}{_where()}")
+        total = sum(_size(o) for o in y_leaves)
+        from nova.batching import vmap
+
+        rows = vmap(pullback)(tree_unflatten(y_tree, _std_basis(y_leaves, total)))
+        row_leaves = tree_flatten(list(rows))[0]  # one per differentiated leaf, (total,) + I
+        per_out, off = [], 0
+        for o in y_leaves:
+            n, o_shape = _size(o), tuple(np.shape(o))
+            blocks = [r[off:off + n].reshape(o_shape + tuple(r.shape[1:])) for r in row_leaves]
+            per_in = tree_unflatten(in_tree, blocks)
+            per_out.append(per_in[0] if isinstance(argnums, int) else tuple(per_in))
+            off += n
+        out = tree_unflatten(y_tree, per_out)
+        return (out, res[2]) if has_aux else out
+
+    jac.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
+    jac.__wrapped__ = f
+    return jac
+
+
+def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The Jacobian of f by forward mode: jvp mapped (vmap) over the unit tangents, as
+    `jax.jacfwd`; best when f has more outputs than inputs.
+
+    Shapes, structure, has_aux and errors as for `jacrev` (for an output of shape O and an
+    argument leaf of shape I the block has shape O + I); dtypes: the output's.
+    """
+    def jac(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args), "jacfwd")
+        dyn = [args[i] for i in nums]
+        names = _arg_names(f, len(args))
+        flat, in_tree = tree_flatten(dyn)
+        _check_float_inputs(flat, [n for i in nums for n in _leaf_names(args[i], names[i])], "jacfwd")
+        total = sum(_size(x) for x in flat)
+        fixed = _partial(f, args, kwargs, nums)
+
+        def push(basis_leaves):
+            return jvp(fixed, dyn, tree_unflatten(in_tree, basis_leaves), has_aux=has_aux)
+
+        from nova.batching import vmap
+
+        out_axes = (None, 0, None) if has_aux else (None, 0)
+        res = vmap(push, out_axes=out_axes)(_std_basis(flat, total))
+        y_leaves, y_tree = tree_flatten(res[0])
+        t_leaves = tree_flatten(res[1])[0]  # one per output leaf, (total,) + O
+        per_out = []
+        for o, t in zip(y_leaves, t_leaves, strict=True):
+            o_shape = tuple(np.shape(o))
+            t2 = t.reshape((total, _size(o)))
+            blocks, off = [], 0
+            for x in flat:
+                n = _size(x)
+                blocks.append(t2[off:off + n].T.reshape(o_shape + tuple(np.shape(x))))
+                off += n
+            per_in = tree_unflatten(in_tree, blocks)
+            per_out.append(per_in[0] if isinstance(argnums, int) else tuple(per_in))
+        out = tree_unflatten(y_tree, per_out)
+        return (out, res[2]) if has_aux else out
+
+    jac.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
+    jac.__wrapped__ = f
+    return jac
+
+
+def hessian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The Hessian of a scalar f: `jacfwd(jacrev(f))` (forward over reverse), as `jax.hessian`.
+
+    For an argument leaf of shape I the block has shape I + I (pairs of leaves: I_a + I_b,
+    nested by argnums twice when it is a sequence). Errors as for `jacrev`.
+    """
+    h = jacfwd(jacrev(f, argnums, has_aux), argnums, has_aux)
+    h.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
+    return h

@@ -26,6 +26,7 @@ from nova.core.errors import (
 )
 from nova.core.ir import Program, TensorType, parse_program
 from nova.batching import vmap
+from nova import control_flow as _control_flow  # noqa: F401  (registers cond, while, scan)
 from nova.custom_derivatives import custom_jvp, custom_vjp
 from nova.grad import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 from nova.jit import ShapeDtypeStruct, jit, make_program

@@ -163,6 +163,47 @@ class Program:
         return sum(1 for e in self.eqns if e.prim.name == name)
 
 
+class Region:
+    """A Program held as a parameter of an equation: a loop's body or condition, a branch of a
+    `cond` (nova/control_flow.py). Closed: it reads only its own inputs. Equal and hashed by its
+    canonical text (the structural hash), so equations holding equal regions are equal (cse,
+    the eager cache); printed as a string attribute holding that text, which parses back."""
+
+    __slots__ = ("program", "_text")
+
+    def __init__(self, program: Program):
+        self.program = program
+        self._text = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = print_program(self.program, debug_info=False)
+        return self._text
+
+    def __eq__(self, other):
+        return isinstance(other, Region) and other.text == self.text
+
+    def __hash__(self):
+        return hash(self.text)
+
+    def __repr__(self):
+        p = self.program
+        return (f"Region(({', '.join(str(v.type) for v in p.inputs)}) -> "
+                f"({', '.join(str(v.type) for v in p.outputs)}), {len(p.eqns)} equations)")
+
+
+def as_region(v) -> Region:
+    """A Region from a Region, a Program or its printed text (a parsed string attribute)."""
+    if isinstance(v, Region):
+        return v
+    if isinstance(v, Program):
+        return Region(v)
+    if isinstance(v, str):
+        return Region(parse_program(v))
+    raise TypeError(f"expected a Program region, got {type(v).__name__}")
+
+
 class IRError(Exception):
     """A Program violates an invariant (SSA, types, unknown op); names the equation."""
 
@@ -220,8 +261,10 @@ class _Printer:
             return str(int(val))
         if isinstance(val, float | np.floating):
             return _fmt_float(float(val))
+        if isinstance(val, Region):
+            return self.attr(val.text)
         if isinstance(val, str):
-            return '"' + val.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            return '"' + val.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
         if isinstance(val, np.dtype):
             return dtypes.MLIR_NAME[val]
         if isinstance(val, tuple | list):
@@ -426,7 +469,10 @@ def parse_program(text: str) -> Program:
     """Parses the text printed by `print_program` back into a Program (then verifies it)."""
     from nova.core.primitive import lookup
 
-    res_start = text.find("{-#")
+    # The resources block starts a line (a region's text, a string attribute, holds its own
+    # block on the equation's one line).
+    m = re.search(r"^\{-#", text, re.M)
+    res_start = m.start() if m else -1
     resources = _parse_resources(text[res_start:]) if res_start >= 0 else {}
     body = text[:res_start] if res_start >= 0 else text
     lines = [ln.strip() for ln in body.strip().splitlines() if ln.strip()]

@@ -45,3 +45,16 @@ def stop_gradient(x):
         return _stop_gradient_p.bind(a)
 
     return tree_map(one, x)
+
+
+_CONTROL_FLOW = ("cond", "fori_loop", "map", "scan", "switch", "while_loop")
+
+
+def __getattr__(name):
+    # Structured control flow lives in nova/control_flow.py, a layer above ops/ (its rules use
+    # the transforms); `nova.lax.scan` and the others are looked up there.
+    if name in _CONTROL_FLOW:
+        import nova.control_flow as _cf
+
+        return getattr(_cf, name)
+    raise AttributeError(f"module 'nova.lax' has no attribute {name!r}")

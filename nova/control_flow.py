@@ -1,0 +1,884 @@
+"""Structured control flow, as `jax.lax`'s: `cond`, `switch`, `while_loop`, `fori_loop`, `scan`,
+`map` (exported as `nova.lax.*`).
+
+Each construct is one equation whose parameters hold closed Programs (core/ir.py `Region`): the
+branches of `cond`, the condition and body of `while`, the body of `scan`. A function passed in
+is traced once, on abstract values, into its Region; values it reads from an enclosing trace
+become operands of the equation (closure conversion: core/trace.py `Trace.captures`), so a
+Region reads only its own inputs. Running the equation runs its Regions: with the "compiled"
+backend each Region goes through the pass pipeline and the CPU backend once (cached by its
+structural hash), else the reference interpreter runs it. Inside `jit` the equation is a host
+step of the executable between generated kernels (a `host:` kernel, compiler/fuse.py): the host
+drives the loop and each iteration calls the body's own compiled executable, as XLA's CPU
+backend runs a while loop's body as a computation of its own.
+
+Transforms, all expressed as the same primitives on transformed Regions:
+- jvp: the equation again, each Region replaced by its jvp (tangents carried along).
+- vjp: `cond` (a cond of the branches' VJPs) and `scan`. scan's VJP reruns the forward scan
+  to stack the carry entering each step, then a reverse scan applies each step's VJP,
+  recomputing that step's forward from its saved carry (per-step rematerialization: what is
+  saved is the carries, not every intermediate). `while_loop` has no reverse mode, as in JAX
+  (its trip count is known only when it runs): `fori_loop` with Python int bounds is a scan
+  and is reverse-differentiable.
+- vmap: Regions batched by the primitives' batching rules (nova/batching.py). A mapped `while`
+  predicate runs the loop until every example is done, freezing the finished ones (select); a
+  mapped `cond` index evaluates every branch and selects per example, as jax.vmap does.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from nova.batching import _replay
+from nova.config import config
+from nova.core import dtypes
+from nova.core.array import Array
+from nova.core.errors import ShapeError
+from nova.core.interpreter import run_program
+from nova.core.ir import Program, Region, TensorType, Var, as_region
+from nova.core.primitive import Cost, FusionKind, Primitive, Template, broadcast_batched
+from nova.core.pytree import tree_flatten, tree_unflatten
+from nova.core.source_info import attributed_to
+from nova.core.trace import Trace, Tracer, current_trace, end_trace, trace_context
+from nova.grad import _where, jvp, vjp
+from nova.ops import lax
+
+__all__ = ["cond", "fori_loop", "map", "scan", "switch", "while_loop"]
+
+
+# --- Regions: tracing a function into one, running one, inlining one -----------------------------
+
+
+def _asarray(x, what: str) -> Array:
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, np.ndarray | np.generic | int | float | bool | complex):
+        return Array(np.asarray(x, dtype=dtypes.dtype_of_value(x)))
+    raise TypeError(f"{what}: expected arrays or Python scalars, got a {type(x).__name__}"
+                    f"{_where()}")
+
+
+def _aval(x) -> TensorType:
+    return TensorType(tuple(x.shape), x.dtype)
+
+
+def trace_region(fun: Callable, in_types: Sequence[TensorType]):
+    """Traces `fun(*values)` (one value per type; it returns a pytree of arrays) into a Program.
+
+    Returns (program, consts, out_tree): the program's inputs are the declared ones followed by
+    one per value fun read from an enclosing trace, and `consts` lists those outer values in
+    that order (arrays fun closed over outside any trace become constants of the program)."""
+    t = Trace(concrete=False)
+    try:
+        with trace_context(t):
+            ins = [t.new_input(ty) for ty in in_types]
+            leaves, tree = tree_flatten(fun(*ins))
+            outs = [t.lift(_asarray(o, "a traced function's output")) for o in leaves]
+            program = t.to_program(outs)
+    finally:
+        end_trace(t)
+    return program, [outer for outer, _ in t.captures], tree
+
+
+def _consts_first(program: Program, n_declared: int) -> Region:
+    """The Region of a traced program with its captured inputs moved before the declared."""
+    ins = program.inputs
+    return Region(Program(ins[n_declared:] + ins[:n_declared], program.eqns, program.outputs))
+
+
+def _closed(fun: Callable, in_types) -> Region:
+    """The Region of a function that reads nothing but its inputs (a transform's rule)."""
+    program, consts, _ = trace_region(fun, in_types)
+    if consts:  # a rule built here only reads its arguments
+        raise AssertionError("a control-flow rule's function read a value of an outer trace")
+    return Region(program)
+
+
+def inline(region: Region, args: Sequence) -> list:
+    """Binds the Region's equations on `args` in the current context (a trace, or eagerly)."""
+    program = region.program
+    env = {id(v): a for v, a in zip(program.inputs, args, strict=True)}
+    for e in program.eqns:
+        with attributed_to(e.source):
+            outs = e.prim.bind(*[env[id(v)] for v in e.inputs], **e.params)
+        outs = outs if e.prim.multiple_results else [outs]
+        for v, o in zip(e.outputs, outs, strict=True):
+            env[id(v)] = o
+    return [env[id(v)] for v in program.outputs]
+
+
+_EXECUTABLES: OrderedDict = OrderedDict()  # Region -> its compiled executable (most recent last)
+_EXECUTABLES_KEPT = 256
+
+
+def run_region(region: Region, args: Sequence[np.ndarray]) -> list:
+    """The Region's outputs on NumPy values: its compiled executable with the "compiled"
+    backend (built once per structure), else the reference interpreter."""
+    if config.read("backend") != "compiled":
+        return run_program(region.program, list(args))
+    exe = _EXECUTABLES.get(region)
+    if exe is None:
+        from nova.compiler.pipeline import run_passes
+        from nova.jit import _compile_for_backend
+
+        exe = _compile_for_backend(run_passes(region.program))
+        _EXECUTABLES[region] = exe
+        while len(_EXECUTABLES) > _EXECUTABLES_KEPT:
+            _EXECUTABLES.popitem(last=False)
+    else:
+        _EXECUTABLES.move_to_end(region)
+    return [np.asarray(o) for o in exe([_contiguous(a) for a in args])]
+
+
+def _contiguous(a) -> np.ndarray:
+    a = np.asarray(a)  # (np.ascontiguousarray would make a 0-d array 1-d)
+    return a if a.flags.c_contiguous else a.copy()
+
+
+def _region_cost(region: Region) -> Cost:
+    flops = moved = 0
+    for e in region.program.eqns:
+        c = e.prim.cost([v.type for v in e.inputs], [v.type for v in e.outputs], **e.params)
+        flops += c.flops
+        moved += c.bytes
+    return Cost(flops, moved)
+
+
+def _io_bytes(in_types, out_types) -> int:
+    return sum(t.nbytes for t in in_types) + sum(t.nbytes for t in out_types)
+
+
+def _is_float(t) -> bool:
+    return dtypes.is_float(t.dtype)
+
+
+def _floats(ts) -> list[int]:
+    return [i for i, t in enumerate(ts) if _is_float(t)]
+
+
+def _types_text(ts) -> str:
+    return "(" + ", ".join(str(t) for t in ts) + ")"
+
+
+# --- batching a Region ---------------------------------------------------------------------------
+
+
+def _batch_region(region: Region, flags: Sequence[bool], size: int, force=None):
+    """The Region on inputs mapped along a new first axis where `flags`, by the primitives'
+    batching rules. Returns (region, out_flags); `force[k]` True maps output k even when it
+    does not depend on a mapped input (broadcast)."""
+    program = region.program
+    types = [TensorType((size, *v.type.shape), v.type.dtype) if f else v.type
+             for v, f in zip(program.inputs, flags, strict=True)]
+    out_flags: list = []
+
+    def fun(*args):
+        env = {id(v): (a, f) for v, a, f in zip(program.inputs, args, flags, strict=True)}
+        _replay(program, env, size)
+        out = []
+        for k, v in enumerate(program.outputs):
+            x, mapped = env[id(v)]
+            if force is not None and force[k] and not mapped:
+                (x,) = broadcast_batched([x], [False], size)
+                mapped = True
+            out.append(x)
+            out_flags.append(mapped)
+        return out
+
+    return _closed(fun, types), out_flags
+
+
+def _carry_fixed_point(region: Region, before: list, carry: list, after: list, size: int,
+                       n_carry: int) -> list:
+    """Which carries are mapped: those mapped on entry, and those the body maps (repeated until
+    nothing changes, at most once per carry)."""
+    carry = list(carry)
+    for _ in range(n_carry + 1):
+        _, out = _batch_region(region, before + carry + after, size)
+        new = [a or b for a, b in zip(carry, out[:n_carry], strict=True)]
+        if new == carry:
+            return carry
+        carry = new
+    return carry
+
+
+def _swap01(x):
+    perm = (1, 0, *range(2, x.ndim))
+    return lax.transpose(x, perm)
+
+
+# --- scan ------------------------------------------------------------------------------------------
+
+
+def _split(seq, *sizes):
+    out, k = [], 0
+    for n in sizes:
+        out.append(list(seq[k:k + n]))
+        k += n
+    out.append(list(seq[k:]))
+    return out
+
+
+def _scan_rule(*types, body, length, reverse, n_consts, n_carry):
+    program = body.program
+    consts, carry, xs = _split(types, n_consts, n_carry)
+    for t in xs:
+        if not t.shape or t.shape[0] != length:
+            raise ShapeError(f"scan: every scanned operand needs a leading axis of the length "
+                             f"{length}, got {t}")
+    expect = consts + carry + [TensorType(t.shape[1:], t.dtype) for t in xs]
+    got = [v.type for v in program.inputs]
+    if got != expect:
+        raise TypeError(f"scan: the body takes {_types_text(got)}, but the operands give "
+                        f"{_types_text(expect)}")
+    outs = [v.type for v in program.outputs]
+    if outs[:n_carry] != carry:
+        raise TypeError(f"scan: the body returns the carry {_types_text(outs[:n_carry])}, "
+                        f"but it enters as {_types_text(carry)}")
+    return tuple(outs[:n_carry] + [TensorType((length, *t.shape), t.dtype)
+                                   for t in outs[n_carry:]])
+
+
+def _scan_impl(*args, body, length, reverse, n_consts, n_carry):
+    consts, carry, xs = _split(args, n_consts, n_carry)
+    ys_t = [v.type for v in body.program.outputs[n_carry:]]
+    ys = [np.empty((length, *t.shape), t.dtype) for t in ys_t]
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        out = run_region(body, consts + carry + [x[i] for x in xs])
+        carry = out[:n_carry]
+        for y, o in zip(ys, out[n_carry:], strict=True):
+            y[i] = o
+    return tuple(carry + ys)
+
+
+def _scan_cost(in_types, out_types, *, body, length, reverse, n_consts, n_carry):
+    c = _region_cost(body)
+    return Cost(length * c.flops, length * c.bytes + _io_bytes(in_types, out_types))
+
+
+def _replace_at(full: list, idx: list[int], vals) -> list:
+    full = list(full)
+    for i, v in zip(idx, vals, strict=True):
+        full[i] = v
+    return full
+
+
+def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry):
+    program = body.program
+    n_ys = len(program.outputs) - n_carry
+    consts, init, xs = _split(args, n_consts, n_carry)
+    in_t = [v.type for v in program.inputs]
+    c_t, h_t, x_t = _split(in_t, n_consts, n_carry)
+    y_t = [v.type for v in program.outputs[n_carry:]]
+    fc, fh, fx, fy = _floats(c_t), _floats(h_t), _floats(x_t), _floats(y_t)
+    if not (fc or fh or fx):
+        return (None,) * len(args)
+
+    # 1. The carry entering each step, stacked: the forward again, with those as extra outputs.
+    stacked = _closed(lambda *a: inline(body, a) + list(a[n_consts:n_consts + n_carry]), in_t)
+    res = scan_p.bind(*args, body=stacked, length=length, reverse=reverse, n_consts=n_consts,
+                      n_carry=n_carry)
+    carries = list(res[n_carry + n_ys:])
+
+    # 2. A reverse scan of each step's VJP: carry (d carry, d consts so far), scanned over (the
+    # saved carries, xs, the ys' cotangents).
+    def step(*a):
+        c, ct_h, acc, h, x, ct_y = _split(a, n_consts, len(fh), len(fc), n_carry, len(x_t))
+
+        def f_local(cf, hf, xf):
+            outs = inline(body, _replace_at(c, fc, cf) + _replace_at(h, fh, hf)
+                          + _replace_at(x, fx, xf))
+            return [outs[i] for i in fh], [outs[n_carry + j] for j in fy]
+
+        _, pullback = vjp(f_local, [c[i] for i in fc], [h[i] for i in fh], [x[i] for i in fx])
+        dc, dh, dx = pullback((list(ct_h), list(ct_y)))
+        return list(dh) + [lax.add(s, d) for s, d in zip(acc, dc, strict=True)] + list(dx)
+
+    step_t = (c_t + [h_t[i] for i in fh] + [c_t[i] for i in fc] + h_t + x_t
+              + [y_t[j] for j in fy])
+    back = _closed(step, step_t)
+    ct_h = [cts[i] for i in fh]
+    ct_ys = [cts[n_carry + j] for j in fy]
+    acc0 = [lax.full(consts[i].shape, 0, consts[i].dtype) for i in fc]
+    outs = scan_p.bind(*consts, *ct_h, *acc0, *carries, *xs, *ct_ys, body=back, length=length,
+                       reverse=not reverse, n_consts=n_consts, n_carry=len(fh) + len(fc))
+    d_init, d_consts, d_xs = _split(outs, len(fh), len(fc))[:3]
+    result = [None] * len(args)
+    for i, d in zip(fc, d_consts, strict=True):
+        result[i] = d
+    for i, d in zip(fh, d_init, strict=True):
+        result[n_consts + i] = d
+    for i, d in zip(fx, d_xs, strict=True):
+        result[n_consts + n_carry + i] = d
+    return tuple(result)
+
+
+def _scan_jvp(tangents, *args, out, body, length, reverse, n_consts, n_carry):
+    program = body.program
+    in_t = [v.type for v in program.inputs]
+    c_t, h_t, x_t = _split(in_t, n_consts, n_carry)
+    y_t = [v.type for v in program.outputs[n_carry:]]
+    fc, fh, fx, fy = _floats(c_t), _floats(h_t), _floats(x_t), _floats(y_t)
+    consts, init, xs = _split(args, n_consts, n_carry)
+    dconsts, dinit, dxs = _split(tangents, n_consts, n_carry)
+
+    def step(*a):
+        c, dc, h, dh, x, dx = _split(a, n_consts, len(fc), n_carry, len(fh), len(x_t))
+
+        def f_local(cf, hf, xf):
+            return inline(body, _replace_at(c, fc, cf) + _replace_at(h, fh, hf)
+                          + _replace_at(x, fx, xf))
+
+        outs, touts = jvp(f_local, ([c[i] for i in fc], [h[i] for i in fh], [x[i] for i in fx]),
+                          (list(dc), list(dh), list(dx)))
+        return (outs[:n_carry] + [touts[i] for i in fh] + outs[n_carry:]
+                + [touts[n_carry + j] for j in fy])
+
+    step_t = (c_t + [c_t[i] for i in fc] + h_t + [h_t[i] for i in fh] + x_t
+              + [x_t[i] for i in fx])
+    region = _closed(step, step_t)
+    res = scan_p.bind(*consts, *[dconsts[i] for i in fc], *init, *[dinit[i] for i in fh], *xs,
+                      *[dxs[i] for i in fx], body=region, length=length, reverse=reverse,
+                      n_consts=n_consts + len(fc), n_carry=n_carry + len(fh))
+    h_out, dh_out, rest = _split(res, n_carry, len(fh))
+    ys, dys = rest[:len(y_t)], rest[len(y_t):]
+    t_out = [lax.full(o.shape, 0, o.dtype) for o in out]
+    for i, d in zip(fh, dh_out, strict=True):
+        t_out[i] = d
+    for j, d in zip(fy, dys, strict=True):
+        t_out[n_carry + j] = d
+    return tuple(t_out)
+
+
+def _scan_batch(args, batched, *, body, length, reverse, n_consts, n_carry):
+    size = next(a.shape[0] for a, b in zip(args, batched, strict=True) if b)
+    n_ys = len(body.program.outputs) - n_carry
+    cf, hf, xf = _split(list(batched), n_consts, n_carry)
+    hf = _carry_fixed_point(body, cf, hf, xf, size, n_carry)
+    region, _ = _batch_region(body, cf + hf + xf, size, force=hf + [True] * n_ys)
+    consts, init, xs = _split(args, n_consts, n_carry)
+    init = [broadcast_batched([x], [False], size)[0] if m and not b else x
+            for x, m, b in zip(init, hf, batched[n_consts:n_consts + n_carry], strict=True)]
+    xs = [_swap01(x) if b else x for x, b in zip(xs, xf, strict=True)]  # (length, B, ...)
+    outs = scan_p.bind(*consts, *init, *xs, body=region, length=length, reverse=reverse,
+                       n_consts=n_consts, n_carry=n_carry)
+    carry = [x if m else broadcast_batched([x], [False], size)[0]
+             for x, m in zip(outs[:n_carry], hf, strict=True)]
+    return tuple(carry + [_swap01(y) for y in outs[n_carry:]])
+
+
+scan_p = Primitive(
+    "scan",
+    shape_rule=_scan_rule,
+    impl=_scan_impl,
+    vjp=_scan_vjp,
+    jvp=_scan_jvp,
+    fusion=FusionKind.OPAQUE,
+    kernel=Template("scan"),
+    cost=_scan_cost,
+    multiple_results=True,
+    param_types={"body": as_region, "length": int, "reverse": bool, "n_consts": int,
+                 "n_carry": int},
+    batch=_scan_batch,
+)
+
+
+# --- while ---------------------------------------------------------------------------------------
+
+
+def _while_rule(*types, cond, body, n_cond_consts, n_body_consts):
+    cc, bc, carry = _split(types, n_cond_consts, n_body_consts)
+    got = [v.type for v in cond.program.inputs]
+    if got != cc + carry:
+        raise TypeError(f"while: the condition takes {_types_text(got)}, but the operands give "
+                        f"{_types_text(cc + carry)}")
+    pred = [v.type for v in cond.program.outputs]
+    if pred != [TensorType((), dtypes.bool_)]:
+        raise TypeError(f"while: the condition must return one bool scalar, got "
+                        f"{_types_text(pred)}")
+    got = [v.type for v in body.program.inputs]
+    if got != bc + carry:
+        raise TypeError(f"while: the body takes {_types_text(got)}, but the operands give "
+                        f"{_types_text(bc + carry)}")
+    outs = [v.type for v in body.program.outputs]
+    if outs != carry:
+        raise TypeError(f"while: the body returns {_types_text(outs)}, but the carry enters as "
+                        f"{_types_text(carry)}")
+    return tuple(carry)
+
+
+def _while_impl(*args, cond, body, n_cond_consts, n_body_consts):
+    cc, bc, carry = _split(args, n_cond_consts, n_body_consts)
+    while bool(run_region(cond, cc + carry)[0]):
+        carry = run_region(body, bc + carry)
+    return tuple(carry)
+
+
+def _while_cost(in_types, out_types, *, cond, body, n_cond_consts, n_body_consts):
+    """One iteration's cost (the trip count is known only when the loop runs)."""
+    c, b = _region_cost(cond), _region_cost(body)
+    return Cost(c.flops + b.flops, c.bytes + b.bytes + _io_bytes(in_types, out_types))
+
+
+def _while_vjp(cts, *args, out, cond, body, n_cond_consts, n_body_consts):
+    raise TypeError(
+        "Reverse-mode differentiation does not work for lax.while_loop: its trip count is known "
+        "only when the loop runs (as in JAX). Use lax.scan, or lax.fori_loop with Python int "
+        f"bounds (which becomes a scan), or forward mode (jvp, jacfwd){_where()}")
+
+
+def _while_jvp(tangents, *args, out, cond, body, n_cond_consts, n_body_consts):
+    n_cc, n_bc = n_cond_consts, n_body_consts
+    cc_t, bc_t, h_t = _split([_aval(a) for a in args], n_cc, n_bc)
+    fb, fh = _floats(bc_t), _floats(h_t)
+    cc, bc, init = _split(args, n_cc, n_bc)
+    _, dbc, dinit = _split(tangents, n_cc, n_bc)
+    n = len(h_t)
+
+    def body_jvp(*a):
+        c, dc, h, dh = _split(a, n_bc, len(fb), n)
+
+        def f_local(cf, hf):
+            return inline(body, _replace_at(c, fb, cf) + _replace_at(h, fh, hf))
+
+        outs, touts = jvp(f_local, ([c[i] for i in fb], [h[i] for i in fh]), (list(dc), list(dh)))
+        return outs + [touts[i] for i in fh]
+
+    def cond_jvp(*a):
+        return inline(cond, a[:n_cc + n])  # the tangents do not change the predicate
+
+    tan_t = [h_t[i] for i in fh]
+    cond_r = _closed(cond_jvp, cc_t + h_t + tan_t)
+    body_r = _closed(body_jvp, bc_t + [bc_t[i] for i in fb] + h_t + tan_t)
+    res = while_p.bind(*cc, *bc, *[dbc[i] for i in fb], *init, *[dinit[i] for i in fh],
+                       cond=cond_r, body=body_r, n_cond_consts=n_cc, n_body_consts=n_bc + len(fb))
+    t_out = [lax.full(o.shape, 0, o.dtype) for o in out]
+    for i, d in zip(fh, res[n:], strict=True):
+        t_out[i] = d
+    return tuple(t_out)
+
+
+def _any(pred):
+    """True when any element of a bool vector is."""
+    as_int = lax.convert_element_type(pred, dtypes.int32)
+    return lax.gt(lax.reduce_max(as_int, (0,)), lax.full((), 0, dtypes.int32))
+
+
+def _while_batch(args, batched, *, cond, body, n_cond_consts, n_body_consts):
+    size = next(a.shape[0] for a, b in zip(args, batched, strict=True) if b)
+    n_cc, n_bc = n_cond_consts, n_body_consts
+    ccf, bcf, hf = _split(list(batched), n_cc, n_bc)
+    n = len(hf)
+    hf = _carry_fixed_point(body, bcf, hf, [], size, n)
+    _, (pred_mapped,) = _batch_region(cond, ccf + hf, size)
+    if pred_mapped:  # per-example trip counts: every carry is mapped then
+        hf = [True] * n
+    cc, bc, init = _split(args, n_cc, n_bc)
+    init = [broadcast_batched([x], [False], size)[0] if m and not b else x
+            for x, m, b in zip(init, hf, batched[n_cc + n_bc:], strict=True)]
+    cond_b, _ = _batch_region(cond, ccf + hf, size)
+    body_b, _ = _batch_region(body, bcf + hf, size, force=hf)
+    if not pred_mapped:
+        outs = while_p.bind(*cc, *bc, *init, cond=cond_b, body=body_b, n_cond_consts=n_cc,
+                            n_body_consts=n_bc)
+    else:
+        cc_t, bc_t, h_t = [_aval(a) for a in cc], [_aval(a) for a in bc], [_aval(a) for a in init]
+
+        def any_running(*a):
+            return [_any(inline(cond_b, a)[0])]
+
+        def step(*a):
+            c, b, h = _split(a, n_cc, n_bc)
+            running = inline(cond_b, c + h)[0]
+            new = inline(body_b, b + h)
+            return [lax.select(lax.broadcast_in_dim(running, x.shape, (0,)), y, x)
+                    for y, x in zip(new, h, strict=True)]
+
+        outs = while_p.bind(*cc, *cc, *bc, *init, cond=_closed(any_running, cc_t + h_t),
+                            body=_closed(step, cc_t + bc_t + h_t), n_cond_consts=n_cc,
+                            n_body_consts=n_cc + n_bc)
+    return tuple(x if m else broadcast_batched([x], [False], size)[0]
+                 for x, m in zip(outs, hf, strict=True))
+
+
+while_p = Primitive(
+    "while",
+    shape_rule=_while_rule,
+    impl=_while_impl,
+    vjp=_while_vjp,
+    jvp=_while_jvp,
+    fusion=FusionKind.OPAQUE,
+    kernel=Template("while"),
+    cost=_while_cost,
+    multiple_results=True,
+    param_types={"cond": as_region, "body": as_region, "n_cond_consts": int,
+                 "n_body_consts": int},
+    batch=_while_batch,
+)
+
+
+# --- cond ----------------------------------------------------------------------------------------
+
+
+def _regions(v) -> tuple:
+    return tuple(as_region(b) for b in v)
+
+
+def _cond_rule(index, *types, branches):
+    if index.shape != () or index.dtype != dtypes.int32:
+        raise TypeError(f"cond: the branch index must be an int32 scalar, got {index}")
+    outs = None
+    for k, br in enumerate(branches):
+        got = [v.type for v in br.program.inputs]
+        if got != list(types):
+            raise TypeError(f"cond: branch {k} takes {_types_text(got)}, but the operands give "
+                            f"{_types_text(types)}")
+        o = [v.type for v in br.program.outputs]
+        if outs is not None and o != outs:
+            raise TypeError(f"cond: branch {k} returns {_types_text(o)}, branch 0 "
+                            f"{_types_text(outs)}; every branch must return the same types")
+        outs = o
+    return tuple(outs)
+
+
+def _cond_impl(index, *ops, branches):
+    k = builtins.min(builtins.max(int(index), 0), len(branches) - 1)
+    return tuple(run_region(branches[k], list(ops)))
+
+
+def _cond_cost(in_types, out_types, *, branches):
+    costs = [_region_cost(b) for b in branches]
+    return Cost(builtins.max(c.flops for c in costs),
+                builtins.max(c.bytes for c in costs) + _io_bytes(in_types, out_types))
+
+
+def _cond_vjp(cts, index, *ops, out, branches):
+    op_t = [_aval(o) for o in ops]
+    y_t = [v.type for v in branches[0].program.outputs]
+    fo, fy = _floats(op_t), _floats(y_t)
+    if not fo or not fy:
+        return (None,) * (1 + len(ops))
+
+    def branch_vjp(br):
+        def f(*a):
+            o, ct = a[:len(ops)], a[len(ops):]
+
+            def f_local(of):
+                outs = inline(br, _replace_at(o, fo, of))
+                return [outs[j] for j in fy]
+
+            _, pullback = vjp(f_local, [o[i] for i in fo])
+            return list(pullback(list(ct))[0])
+
+        return _closed(f, op_t + [y_t[j] for j in fy])
+
+    outs = cond_p.bind(index, *ops, *[cts[j] for j in fy],
+                       branches=tuple(branch_vjp(br) for br in branches))
+    result = [None] * (1 + len(ops))
+    for i, d in zip(fo, outs, strict=True):
+        result[1 + i] = d
+    return tuple(result)
+
+
+def _cond_jvp(tangents, index, *ops, out, branches):
+    op_t = [_aval(o) for o in ops]
+    y_t = [v.type for v in branches[0].program.outputs]
+    fo, fy = _floats(op_t), _floats(y_t)
+    n = len(ops)
+
+    def branch_jvp(br):
+        def f(*a):
+            o, do = a[:n], a[n:]
+
+            def f_local(of):
+                return inline(br, _replace_at(o, fo, of))
+
+            outs, touts = jvp(f_local, ([o[i] for i in fo],), (list(do),))
+            return outs + [touts[j] for j in fy]
+
+        return _closed(f, op_t + [op_t[i] for i in fo])
+
+    res = cond_p.bind(index, *ops, *[tangents[1 + i] for i in fo],
+                      branches=tuple(branch_jvp(br) for br in branches))
+    t_out = [lax.full(o.shape, 0, o.dtype) for o in out]
+    for j, d in zip(fy, res[len(y_t):], strict=True):
+        t_out[j] = d
+    return tuple(t_out)
+
+
+def _cond_batch(args, batched, *, branches):
+    size = next(a.shape[0] for a, b in zip(args, batched, strict=True) if b)
+    index, ops = args[0], list(args[1:])
+    n_out = len(branches[0].program.outputs)
+    flags = list(batched[1:])
+    force = [True] * n_out  # every output of a batching rule is mapped
+    regions = tuple(_batch_region(br, flags, size, force=force)[0] for br in branches)
+    if not batched[0]:
+        return cond_p.bind(index, *ops, branches=regions)
+    # A mapped index: every branch on every example, then each example's branch selected.
+    last = len(branches) - 1
+    k = lax.max(lax.min(index, lax.full(index.shape, last, index.dtype)),
+                lax.full(index.shape, 0, index.dtype))
+    results = inline(regions[last], ops)
+    for b in range(last - 1, -1, -1):
+        pick = lax.eq(k, lax.full(k.shape, b, k.dtype))
+        outs = inline(regions[b], ops)
+        results = [lax.select(lax.broadcast_in_dim(pick, r.shape, (0,)), o, r)
+                   for o, r in zip(outs, results, strict=True)]
+    return tuple(results)
+
+
+cond_p = Primitive(
+    "cond",
+    shape_rule=_cond_rule,
+    impl=_cond_impl,
+    vjp=_cond_vjp,
+    jvp=_cond_jvp,
+    fusion=FusionKind.OPAQUE,
+    kernel=Template("cond"),
+    cost=_cond_cost,
+    multiple_results=True,
+    param_types={"branches": _regions},
+    batch=_cond_batch,
+)
+
+
+# --- the public functions ------------------------------------------------------------------------
+
+
+def _leaves_of(tree, what: str) -> tuple[list, object]:
+    leaves, td = tree_flatten(tree)
+    return [_asarray(x, what) for x in leaves], td
+
+
+def _check_same(what: str, got_tree, want_tree, got_t, want_t) -> None:
+    if got_tree != want_tree:
+        raise TypeError(f"{what} must have the structure of the input {want_tree}, got "
+                        f"{got_tree}{_where()}")
+    if got_t != want_t:
+        diffs = "; ".join(f"leaf {i}: {a} where the input is {b}"
+                          for i, (a, b) in enumerate(zip(got_t, want_t, strict=True)) if a != b)
+        raise TypeError(f"{what} must have the input's shapes and dtypes: {diffs} (convert "
+                        f"with .astype or start from a value of the type the body returns)"
+                        f"{_where()}")
+
+
+def switch(index, branches: Sequence[Callable], *operands):
+    """`branches[index](*operands)`, as `jax.lax.switch`: one equation holding every branch.
+
+    index: an integer scalar, clamped to [0, len(branches) - 1]. Every branch takes the
+    operands (pytrees of arrays) and returns a pytree of the same structure, shapes and dtypes
+    as the others. Under jit only the chosen branch runs; under vmap with a mapped index every
+    branch runs and each example's result is selected. Differentiable in both modes with
+    respect to the operands. Raises TypeError for a non-integer or non-scalar index, no
+    branches, or branches whose outputs differ.
+    """
+    branches = list(branches)
+    if not branches:
+        raise TypeError(f"switch: needs at least one branch{_where()}")
+    for b in branches:
+        if not callable(b):
+            raise TypeError(f"switch: branches must be functions, got {type(b).__name__}"
+                            f"{_where()}")
+    index = _asarray(index, "switch index")
+    if index.shape != () or index.dtype.kind not in "iub":
+        raise TypeError(f"switch: the index must be an integer scalar, got shape "
+                        f"{tuple(index.shape)} and dtype {index.dtype}{_where()}")
+    if len(branches) == 1:
+        return branches[0](*operands)
+    index = lax.convert_element_type(index, dtypes.int32)
+    index = lax.max(lax.min(index, lax.full((), len(branches) - 1, dtypes.int32)),
+                    lax.full((), 0, dtypes.int32))
+    leaves, td = _leaves_of(list(operands), "switch operands")
+    types = [_aval(x) for x in leaves]
+    traced = []
+    for br in branches:
+        program, consts, out_tree = trace_region(
+            lambda *a, br=br: br(*tree_unflatten(td, a)), types)
+        traced.append((program, consts, out_tree))
+    t0 = traced[0]
+    out_t0 = [v.type for v in t0[0].outputs]
+    for k, (program, _, out_tree) in enumerate(traced[1:], start=1):
+        out_t = [v.type for v in program.outputs]
+        if out_tree != t0[2] or out_t != out_t0:
+            raise TypeError(f"switch/cond: branch {k} returns {out_tree} {_types_text(out_t)}, "
+                            f"branch 0 {t0[2]} {_types_text(out_t0)}: every branch must return "
+                            f"the same structure, shapes and dtypes{_where()}")
+    # Every branch takes the operands, then every branch's captured values (its own, and
+    # unused inputs standing for the others').
+    all_consts = [c for _, consts, _ in traced for c in consts]
+    regions = []
+    n = len(leaves)
+    for k, (program, consts, _) in enumerate(traced):
+        ins = list(program.inputs[:n])
+        for j, (other, oc, _) in enumerate(traced):
+            ins += list(program.inputs[n:]) if j == k else [Var(_aval(c)) for c in oc]
+        regions.append(Region(Program(ins, program.eqns, program.outputs)))
+    outs = cond_p.bind(index, *leaves, *all_consts, branches=tuple(regions))
+    return tree_unflatten(t0[2], list(outs))
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    """`true_fun(*operands)` if pred else `false_fun(*operands)`, as `jax.lax.cond`.
+
+    pred: a bool or numeric scalar (nonzero is true), which may be traced: Python's `if` on a
+    traced value raises under jit, this does not. The branches take the operands (pytrees of
+    arrays) and return pytrees of equal structure, shapes and dtypes. Differentiable in both
+    modes with respect to the operands; under vmap with a mapped pred both branches run and
+    each example's result is selected. Raises TypeError for a non-scalar pred or branches whose
+    outputs differ.
+    """
+    pred = _asarray(pred, "cond predicate")
+    if pred.shape != ():
+        raise TypeError(f"cond: pred must be a scalar, got shape {tuple(pred.shape)}"
+                        f"{_where()}")
+    if pred.dtype != dtypes.bool_:
+        pred = lax.ne(pred, lax.full((), 0, pred.dtype))
+    return switch(lax.convert_element_type(pred, dtypes.int32), [false_fun, true_fun], *operands)
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+    """Repeats `val = body_fun(val)` while `cond_fun(val)`, from init_val, as
+    `jax.lax.while_loop`; returns the final val.
+
+    init_val: a pytree of arrays (the carry); body_fun returns the same structure, shapes and
+    dtypes; cond_fun returns a bool scalar. Both are traced once. Forward mode (jvp, jacfwd)
+    works; reverse mode raises TypeError, as in JAX, since the trip count is known only when
+    the loop runs: use `scan`, or `fori_loop` with Python int bounds. Under vmap each example
+    runs its own number of iterations. Raises TypeError when body_fun changes the carry's
+    structure or types, or cond_fun does not return a bool scalar.
+    """
+    leaves, td = _leaves_of(init_val, "while_loop init_val")
+    types = [_aval(x) for x in leaves]
+    c_prog, c_consts, c_tree = trace_region(lambda *a: cond_fun(tree_unflatten(td, a)), types)
+    pred_t = [v.type for v in c_prog.outputs]
+    if pred_t != [TensorType((), dtypes.bool_)]:
+        raise TypeError(f"while_loop: cond_fun must return a bool scalar, got "
+                        f"{_types_text(pred_t)}{_where()}")
+    b_prog, b_consts, b_tree = trace_region(lambda *a: body_fun(tree_unflatten(td, a)), types)
+    _check_same("while_loop: body_fun's output", b_tree, td, [v.type for v in b_prog.outputs],
+                types)
+    outs = while_p.bind(*c_consts, *b_consts, *leaves,
+                        cond=_consts_first(c_prog, len(types)),
+                        body=_consts_first(b_prog, len(types)),
+                        n_cond_consts=len(c_consts), n_body_consts=len(b_consts))
+    return tree_unflatten(td, list(outs))
+
+
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
+         unroll: int | bool = 1):
+    """Scans f over the leading axis of xs carrying state, as `jax.lax.scan`:
+    `carry, y = f(carry, x)` for each x; returns `(final carry, ys stacked)`.
+
+    init: a pytree of arrays; f returns `(carry, y)` with carry of init's structure, shapes and
+    dtypes, and y any pytree of arrays (or None). xs: a pytree of arrays with a common leading
+    axis of size `length` (None: no xs, then `length` is required; f sees x = None). ys have
+    shape (length, *y.shape). reverse=True scans from the last element (ys stay in xs's order).
+    unroll is accepted for JAX compatibility; the loop runs the compiled body once per step
+    either way. Differentiable in both modes (reverse mode saves each step's carry and
+    recomputes the step's forward during the backward scan), and batches under vmap. Raises
+    ValueError for leading axes that differ or disagree with `length`, TypeError when f does
+    not return a pair or changes the carry's structure or types.
+    """
+    if not isinstance(unroll, int | bool) or (not isinstance(unroll, bool) and unroll < 1):
+        raise ValueError(f"scan: unroll must be a positive int or a bool, got {unroll!r}"
+                         f"{_where()}")
+    c_leaves, c_td = _leaves_of(init, "scan init")
+    x_leaves, x_td = _leaves_of(xs, "scan xs")
+    for x in x_leaves:
+        if x.ndim == 0:
+            raise ValueError(f"scan: every leaf of xs needs a leading axis to scan over, got a "
+                             f"scalar{_where()}")
+    sizes = sorted({int(x.shape[0]) for x in x_leaves})
+    if length is not None:
+        if not isinstance(length, int | np.integer) or isinstance(length, bool) or length < 0:
+            raise ValueError(f"scan: length must be a non-negative int, got {length!r}"
+                             f"{_where()}")
+        length = int(length)
+        if sizes and sizes != [length]:
+            raise ValueError(f"scan: length {length} differs from the leading axes of xs "
+                             f"{sizes}{_where()}")
+    elif not sizes:
+        raise ValueError(f"scan: xs is empty (None), so length must be given{_where()}")
+    elif len(sizes) > 1:
+        raise ValueError(f"scan: the leaves of xs have different leading axes {sizes}"
+                         f"{_where()}")
+    else:
+        length = sizes[0]
+    c_t = [_aval(x) for x in c_leaves]
+    x_t = [TensorType(tuple(x.shape[1:]), x.dtype) for x in x_leaves]
+    n_carry = len(c_t)
+    y_tree = []
+
+    def body(*a):
+        carry = tree_unflatten(c_td, a[:n_carry])
+        x = tree_unflatten(x_td, a[n_carry:])
+        res = f(carry, x)
+        if not (isinstance(res, tuple) and len(res) == 2):
+            raise TypeError(f"scan: f must return a pair (carry, y), got "
+                            f"{type(res).__name__}{_where()}")
+        new, y = res
+        n_leaves, n_td = _leaves_of(new, "scan f's carry")
+        _check_same("scan: f's carry output", n_td, c_td, [_aval(v) for v in n_leaves], c_t)
+        y_leaves, yt = _leaves_of(y, "scan f's y")
+        y_tree.append(yt)
+        return n_leaves + y_leaves
+
+    program, consts, _ = trace_region(body, c_t + x_t)
+    outs = scan_p.bind(*consts, *c_leaves, *x_leaves, body=_consts_first(program, len(c_t + x_t)),
+                       length=length, reverse=bool(reverse), n_consts=len(consts),
+                       n_carry=n_carry)
+    return tree_unflatten(c_td, list(outs[:n_carry])), tree_unflatten(y_tree[0], list(outs[n_carry:]))
+
+
+def _static_int(x):
+    """x as a Python int when it is known while tracing (not a traced value), else None."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int | np.integer):
+        return int(x)
+    if isinstance(x, np.ndarray) and x.shape == () and x.dtype.kind in "iu":
+        return int(x)
+    if isinstance(x, Array) and not isinstance(x, Tracer) and x.shape == () \
+            and x.dtype.kind in "iu":
+        return int(np.asarray(x))
+    return None
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val):
+    """`val = body_fun(i, val)` for i in [lower, upper), as `jax.lax.fori_loop`; returns val.
+
+    i is an int32 scalar. With bounds known while tracing (Python ints, or arrays outside any
+    trace) the loop is a `scan` of upper - lower steps, differentiable in both modes; with a
+    traced bound it is a `while_loop` (forward mode only). body_fun returns init_val's
+    structure, shapes and dtypes (TypeError otherwise).
+    """
+    lo, hi = _static_int(lower), _static_int(upper)
+    if lo is not None and hi is not None:
+        def step(carry, _):
+            i, val = carry
+            return (lax.add(i, lax.full((), 1, dtypes.int32)), body_fun(i, val)), None
+
+        start = Array(np.asarray(lo, np.int32))
+        (_, val), _ = scan(step, (start, init_val), None, length=builtins.max(hi - lo, 0))
+        return val
+    lower = lax.convert_element_type(_asarray(lower, "fori_loop lower"), dtypes.int32)
+    upper = lax.convert_element_type(_asarray(upper, "fori_loop upper"), dtypes.int32)
+
+    def body(carry):
+        i, hi_, val = carry
+        return lax.add(i, lax.full((), 1, dtypes.int32)), hi_, body_fun(i, val)
+
+    _, _, val = while_loop(lambda c: lax.lt(c[0], c[1]), body, (lower, upper, init_val))
+    return val
+
+
+def map(f: Callable, xs):  # noqa: A001 - jax.lax.map's name
+    """`f` applied to each slice of xs along its leading axis, results stacked, as
+    `jax.lax.map` (a scan with no carry: one example at a time, unlike vmap)."""
+    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+    return ys

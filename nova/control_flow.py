@@ -126,6 +126,8 @@ def run_region(region: Region, args: Sequence[np.ndarray]) -> list:
         from nova.jit import _compile_for_backend
 
         exe = _compile_for_backend(run_passes(region.program))
+        if hasattr(exe, "pool_outputs"):  # cached for the process, as eager executables are
+            exe.pool_outputs(False)
         _EXECUTABLES[region] = exe
         while len(_EXECUTABLES) > _EXECUTABLES_KEPT:
             _EXECUTABLES.popitem(last=False)
@@ -655,6 +657,24 @@ def _leaves_of(tree, what: str) -> tuple[list, object]:
     return [_asarray(x, what) for x in leaves], td
 
 
+def _weak(tree) -> list[bool]:
+    """Per leaf: a Python scalar (JAX's weak type), whose dtype a loop may adopt from its body."""
+    return [isinstance(x, int | float | complex) for x in tree_flatten(tree)[0]]
+
+
+def _adopt(leaves: list, weak: list, want_t: list, got_t: list) -> list | None:
+    """The carry with each Python-scalar leaf converted to the dtype the body returns for it
+    (as JAX promotes weakly typed loop inputs), or None when nothing would change."""
+    if len(got_t) != len(want_t):
+        return None
+    new, changed = list(leaves), False
+    for i, (w, a, b) in enumerate(zip(weak, want_t, got_t, strict=True)):
+        if w and a.shape == b.shape and a.dtype != b.dtype:
+            new[i] = lax.convert_element_type(leaves[i], b.dtype)
+            changed = True
+    return new if changed else None
+
+
 def _check_same(what: str, got_tree, want_tree, got_t, want_t) -> None:
     if got_tree != want_tree:
         raise TypeError(f"{what} must have the structure of the input {want_tree}, got "
@@ -754,14 +774,19 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """
     leaves, td = _leaves_of(init_val, "while_loop init_val")
     types = [_aval(x) for x in leaves]
+    b_prog, b_consts, b_tree = trace_region(lambda *a: body_fun(tree_unflatten(td, a)), types)
+    adopted = _adopt(leaves, _weak(init_val), types, [v.type for v in b_prog.outputs])
+    if adopted is not None and b_tree == td:
+        leaves = adopted
+        types = [_aval(x) for x in leaves]
+        b_prog, b_consts, b_tree = trace_region(lambda *a: body_fun(tree_unflatten(td, a)), types)
+    _check_same("while_loop: body_fun's output", b_tree, td, [v.type for v in b_prog.outputs],
+                types)
     c_prog, c_consts, c_tree = trace_region(lambda *a: cond_fun(tree_unflatten(td, a)), types)
     pred_t = [v.type for v in c_prog.outputs]
     if pred_t != [TensorType((), dtypes.bool_)]:
         raise TypeError(f"while_loop: cond_fun must return a bool scalar, got "
                         f"{_types_text(pred_t)}{_where()}")
-    b_prog, b_consts, b_tree = trace_region(lambda *a: body_fun(tree_unflatten(td, a)), types)
-    _check_same("while_loop: body_fun's output", b_tree, td, [v.type for v in b_prog.outputs],
-                types)
     outs = while_p.bind(*c_consts, *b_consts, *leaves,
                         cond=_consts_first(c_prog, len(types)),
                         body=_consts_first(b_prog, len(types)),
@@ -809,12 +834,12 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                          f"{_where()}")
     else:
         length = sizes[0]
-    c_t = [_aval(x) for x in c_leaves]
     x_t = [TensorType(tuple(x.shape[1:]), x.dtype) for x in x_leaves]
-    n_carry = len(c_t)
+    n_carry = len(c_leaves)
+    weak = _weak(init)
     y_tree = []
 
-    def body(*a):
+    def body(c_t, *a):
         carry = tree_unflatten(c_td, a[:n_carry])
         x = tree_unflatten(x_td, a[n_carry:])
         res = f(carry, x)
@@ -823,16 +848,34 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                             f"{type(res).__name__}{_where()}")
         new, y = res
         n_leaves, n_td = _leaves_of(new, "scan f's carry")
-        _check_same("scan: f's carry output", n_td, c_td, [_aval(v) for v in n_leaves], c_t)
+        got_t = [_aval(v) for v in n_leaves]
+        if n_td == c_td and c_t != got_t and any(weak):
+            raise _Retry(got_t)
+        _check_same("scan: f's carry output", n_td, c_td, got_t, c_t)
         y_leaves, yt = _leaves_of(y, "scan f's y")
         y_tree.append(yt)
         return n_leaves + y_leaves
 
-    program, consts, _ = trace_region(body, c_t + x_t)
+    c_t = [_aval(x) for x in c_leaves]
+    try:
+        program, consts, _ = trace_region(lambda *a: body(c_t, *a), c_t + x_t)
+    except _Retry as r:  # a Python-scalar carry takes the dtype f returns for it
+        c_leaves = _adopt(c_leaves, weak, c_t, r.types) or c_leaves
+        c_t = [_aval(x) for x in c_leaves]
+        weak = [False] * n_carry
+        program, consts, _ = trace_region(lambda *a: body(c_t, *a), c_t + x_t)
     outs = scan_p.bind(*consts, *c_leaves, *x_leaves, body=_consts_first(program, len(c_t + x_t)),
                        length=length, reverse=bool(reverse), n_consts=len(consts),
                        n_carry=n_carry)
     return tree_unflatten(c_td, list(outs[:n_carry])), tree_unflatten(y_tree[0], list(outs[n_carry:]))
+
+
+class _Retry(Exception):
+    """Raised inside a scan body's trace: retrace with the carry types f returned."""
+
+    def __init__(self, types):
+        super().__init__("retrace")
+        self.types = types
 
 
 def _static_int(x):

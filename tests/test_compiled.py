@@ -54,7 +54,9 @@ def test_every_primitive_compiled_matches_interpreter(name):
         args = [np.asarray(a) for a in args]
         # float32 variants of float64 examples exercise the vector paths too.
         variants = [args]
-        if any(a.dtype == np.float64 for a in args) and name not in ("convert_element_type",):
+        # (The control-flow primitives' Regions fix their operands' dtypes.)
+        if any(a.dtype == np.float64 for a in args) and name not in (
+                "convert_element_type", "scan", "while", "cond"):
             variants.append([a.astype(np.float32) if a.dtype == np.float64 else a for a in args])
         for vargs in variants:
             p = _one_eqn_program(prim, vargs, params)

@@ -231,7 +231,8 @@ class _OutputPool:
         self.held = 0  # bytes this pool keeps (counted in _pooled_bytes until it is dropped)
 
     def __del__(self):
-        _pooled_bytes[0] -= self.held
+        if _pooled_bytes is not None:  # None once the module is torn down at exit
+            _pooled_bytes[0] -= self.held
 
     def clear(self) -> None:
         _pooled_bytes[0] -= self.held

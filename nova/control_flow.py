@@ -43,7 +43,7 @@ from nova.core.ir import Program, Region, TensorType, Var, as_region
 from nova.core.primitive import Cost, FusionKind, Primitive, Template, broadcast_batched
 from nova.core.pytree import tree_flatten, tree_unflatten
 from nova.core.source_info import attributed_to
-from nova.core.trace import Trace, Tracer, current_trace, end_trace, trace_context
+from nova.core.trace import Trace, Tracer, end_trace, trace_context
 from nova.grad import _where, jvp, vjp
 from nova.ops import lax
 
@@ -272,7 +272,7 @@ def _replace_at(full: list, idx: list[int], vals) -> list:
 def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry):
     program = body.program
     n_ys = len(program.outputs) - n_carry
-    consts, init, xs = _split(args, n_consts, n_carry)
+    consts, _, xs = _split(args, n_consts, n_carry)
     in_t = [v.type for v in program.inputs]
     c_t, h_t, x_t = _split(in_t, n_consts, n_carry)
     y_t = [v.type for v in program.outputs[n_carry:]]
@@ -346,8 +346,8 @@ def _scan_jvp(tangents, *args, out, body, length, reverse, n_consts, n_carry):
     res = scan_p.bind(*consts, *[dconsts[i] for i in fc], *init, *[dinit[i] for i in fh], *xs,
                       *[dxs[i] for i in fx], body=region, length=length, reverse=reverse,
                       n_consts=n_consts + len(fc), n_carry=n_carry + len(fh))
-    h_out, dh_out, rest = _split(res, n_carry, len(fh))
-    ys, dys = rest[:len(y_t)], rest[len(y_t):]
+    _, dh_out, rest = _split(res, n_carry, len(fh))
+    dys = rest[len(y_t):]
     t_out = [lax.full(o.shape, 0, o.dtype) for o in out]
     for i, d in zip(fh, dh_out, strict=True):
         t_out[i] = d
@@ -782,7 +782,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         b_prog, b_consts, b_tree = trace_region(lambda *a: body_fun(tree_unflatten(td, a)), types)
     _check_same("while_loop: body_fun's output", b_tree, td, [v.type for v in b_prog.outputs],
                 types)
-    c_prog, c_consts, c_tree = trace_region(lambda *a: cond_fun(tree_unflatten(td, a)), types)
+    c_prog, c_consts, _ = trace_region(lambda *a: cond_fun(tree_unflatten(td, a)), types)
     pred_t = [v.type for v in c_prog.outputs]
     if pred_t != [TensorType((), dtypes.bool_)]:
         raise TypeError(f"while_loop: cond_fun must return a bool scalar, got "
@@ -920,7 +920,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     return val
 
 
-def map(f: Callable, xs):  # noqa: A001 - jax.lax.map's name
+def map(f: Callable, xs):
     """`f` applied to each slice of xs along its leading axis, results stacked, as
     `jax.lax.map` (a scan with no carry: one example at a time, unlike vmap)."""
     _, ys = scan(lambda _, x: ((), f(x)), (), xs)

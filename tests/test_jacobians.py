@@ -191,7 +191,7 @@ def test_errors():
 
 
 def test_pullback_under_jit_vmap_and_grad():
-    y, pullback = nova.vjp(_sin_sum, X3)
+    _, pullback = nova.vjp(_sin_sum, X3)
     J = _sin_sum_jacobian(X3)
     ct = np.array([1.0, -2.0, 0.5])
     (eager,) = pullback(ct)

@@ -30,7 +30,7 @@ class TensorType:
     not a sequence of integers or a dtype NumPy does not know.
     """
 
-    __slots__ = ("shape", "dtype", "_size", "_text", "_hash")
+    __slots__ = ("_hash", "_size", "_text", "dtype", "shape")
     _interned: dict = {}
 
     def __new__(cls, shape, dtype):
@@ -108,7 +108,7 @@ class TensorType:
 class Var:
     """An SSA value. Identity is the object; names are assigned when a Program is printed."""
 
-    __slots__ = ("type", "hint")
+    __slots__ = ("hint", "type")
 
     def __init__(self, type_: TensorType, hint: str | None = None):
         self.type = type_
@@ -169,7 +169,7 @@ class Region:
     canonical text (the structural hash), so equations holding equal regions are equal (cse,
     the eager cache); printed as a string attribute holding that text, which parses back."""
 
-    __slots__ = ("program", "_text")
+    __slots__ = ("_text", "program")
 
     def __init__(self, program: Program):
         self.program = program
@@ -471,7 +471,7 @@ def parse_program(text: str) -> Program:
 
     # The resources block starts a line (a region's text, a string attribute, holds its own
     # block on the equation's one line).
-    m = re.search(r"^\{-#", text, re.M)
+    m = re.search(r"^\{-#", text, re.MULTILINE)
     res_start = m.start() if m else -1
     resources = _parse_resources(text[res_start:]) if res_start >= 0 else {}
     body = text[:res_start] if res_start >= 0 else text

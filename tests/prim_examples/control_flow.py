@@ -5,9 +5,9 @@ counts, the branch index) are held fixed by the finite-difference helper, so eac
 trip count and branch stay put while the float operands move.
 """
 
+import nova.numpy as jnp
 import numpy as np
 
-import nova.numpy as jnp
 from nova.control_flow import trace_region
 from nova.core.ir import Region
 from nova.core.ir import TensorType as T

@@ -113,19 +113,25 @@ def inline(region: Region, args: Sequence) -> list:
 
 _EXECUTABLES: OrderedDict = OrderedDict()  # Region -> its compiled executable (most recent last)
 _EXECUTABLES_KEPT = 256
+_NO_COMPILER: list = []  # non-empty once compiling a Region found no MLIR
 
 
 def run_region(region: Region, args: Sequence[np.ndarray]) -> list:
     """The Region's outputs on NumPy values: its compiled executable with the "compiled"
-    backend (built once per structure), else the reference interpreter."""
-    if config.read("backend") != "compiled":
+    backend (built once per structure), else (or without MLIR) the reference interpreter."""
+    if config.read("backend") != "compiled" or _NO_COMPILER:
         return run_program(region.program, list(args))
     exe = _EXECUTABLES.get(region)
     if exe is None:
         from nova.compiler.pipeline import run_passes
         from nova.jit import _compile_for_backend
 
-        exe = _compile_for_backend(run_passes(region.program))
+        try:
+            exe = _compile_for_backend(run_passes(region.program))
+        except ImportError:
+            # No MLIR here (a GPU machine running a carried cache): the interpreter runs it.
+            _NO_COMPILER.append(True)
+            return run_program(region.program, list(args))
         if hasattr(exe, "pool_outputs"):  # cached for the process, as eager executables are
             exe.pool_outputs(False)
         _EXECUTABLES[region] = exe

@@ -231,7 +231,7 @@ def _split(seq, *sizes):
     return out
 
 
-def _scan_rule(*types, body, length, reverse, n_consts, n_carry):
+def _scan_rule(*types, body, length, reverse, n_consts, n_carry, primal_body=None):
     program = body.program
     consts, carry, xs = _split(types, n_consts, n_carry)
     for t in xs:
@@ -251,7 +251,7 @@ def _scan_rule(*types, body, length, reverse, n_consts, n_carry):
                                    for t in outs[n_carry:]])
 
 
-def _scan_impl(*args, body, length, reverse, n_consts, n_carry):
+def _scan_impl(*args, body, length, reverse, n_consts, n_carry, primal_body=None):
     consts, carry, xs = _split(args, n_consts, n_carry)
     ys_t = [v.type for v in body.program.outputs[n_carry:]]
     ys = [np.empty((length, *t.shape), t.dtype) for t in ys_t]
@@ -263,7 +263,8 @@ def _scan_impl(*args, body, length, reverse, n_consts, n_carry):
     return tuple(carry + ys)
 
 
-def _scan_cost(in_types, out_types, *, body, length, reverse, n_consts, n_carry):
+def _scan_cost(in_types, out_types, *, body, length, reverse, n_consts, n_carry,
+               primal_body=None):
     c = _region_cost(body)
     return Cost(length * c.flops, length * c.bytes + _io_bytes(in_types, out_types))
 
@@ -275,9 +276,8 @@ def _replace_at(full: list, idx: list[int], vals) -> list:
     return full
 
 
-def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry):
+def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry, primal_body=None):
     program = body.program
-    n_ys = len(program.outputs) - n_carry
     consts, _, xs = _split(args, n_consts, n_carry)
     in_t = [v.type for v in program.inputs]
     c_t, h_t, x_t = _split(in_t, n_consts, n_carry)
@@ -285,34 +285,40 @@ def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry):
     fc, fh, fx, fy = _floats(c_t), _floats(h_t), _floats(x_t), _floats(y_t)
     if not (fc or fh or fx):
         return (None,) * len(args)
+    n_x = len(x_t)
 
-    # 1. The carry entering each step, stacked: the forward again, with those as extra outputs.
-    stacked = _closed(lambda *a: inline(body, a) + list(a[n_consts:n_consts + n_carry]), in_t)
-    res = scan_p.bind(*args, body=stacked, length=length, reverse=reverse, n_consts=n_consts,
-                      n_carry=n_carry)
-    carries = list(res[n_carry + n_ys:])
-
-    # 2. A reverse scan of each step's VJP: carry (d carry, d consts so far), scanned over (the
-    # saved carries, xs, the ys' cotangents).
-    def step(*a):
-        c, ct_h, acc, h, x, ct_y = _split(a, n_consts, len(fh), len(fc), n_carry, len(x_t))
+    # One step, forward and backward, traced together: the body's outputs, then the step's
+    # cotangents (d carry, d consts so far + this step's, d x) from the outgoing ones.
+    def joint(*a):
+        c, h, x, ct_h, acc, ct_y = _split(a, n_consts, n_carry, n_x, len(fh), len(fc))
+        primal_outs = []
 
         def f_local(cf, hf, xf):
             outs = inline(body, _replace_at(c, fc, cf) + _replace_at(h, fh, hf)
                           + _replace_at(x, fx, xf))
+            primal_outs.extend(outs)
             return [outs[i] for i in fh], [outs[n_carry + j] for j in fy]
 
         _, pullback = vjp(f_local, [c[i] for i in fc], [h[i] for i in fh], [x[i] for i in fx])
         dc, dh, dx = pullback((list(ct_h), list(ct_y)))
-        return list(dh) + [lax.add(s, d) for s, d in zip(acc, dc, strict=True)] + list(dx)
+        return (primal_outs + list(dh) + [lax.add(s, d) for s, d in zip(acc, dc, strict=True)]
+                + list(dx))
 
-    step_t = (c_t + [h_t[i] for i in fh] + [c_t[i] for i in fc] + h_t + x_t
-              + [y_t[j] for j in fy])
-    back = _closed(step, step_t)
+    joint_t = (in_t + [h_t[i] for i in fh] + [c_t[i] for i in fc] + [y_t[j] for j in fy])
+    fwd, bwd, saved = _partial_eval(_closed(joint, joint_t).program, n_consts, n_carry, n_x,
+                                    len(program.outputs), len(fh) + len(fc))
+    # Forward: the body again, also stacking the values the backward reads (its residuals).
+    # `primal_body` lets the compiler merge it with the forward scan it repeats (merge_scans).
+    res = scan_p.bind(*args, body=fwd, length=length, reverse=reverse, n_consts=n_consts,
+                      n_carry=n_carry, primal_body=body)
+    stacked = iter(res[len(program.outputs):])
+    residuals = [xs[k] if kind == "x" else next(stacked) for kind, k in saved]
+    # Backward: a reverse scan carrying (d carry, d consts), over the residuals and the ys'
+    # cotangents.
     ct_h = [cts[i] for i in fh]
     ct_ys = [cts[n_carry + j] for j in fy]
     acc0 = [lax.full(consts[i].shape, 0, consts[i].dtype) for i in fc]
-    outs = scan_p.bind(*consts, *ct_h, *acc0, *carries, *xs, *ct_ys, body=back, length=length,
+    outs = scan_p.bind(*consts, *ct_h, *acc0, *residuals, *ct_ys, body=bwd, length=length,
                        reverse=not reverse, n_consts=n_consts, n_carry=len(fh) + len(fc))
     d_init, d_consts, d_xs = _split(outs, len(fh), len(fc))[:3]
     result = [None] * len(args)
@@ -325,7 +331,57 @@ def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry):
     return tuple(result)
 
 
-def _scan_jvp(tangents, *args, out, body, length, reverse, n_consts, n_carry):
+def _partial_eval(joint: Program, n_consts: int, n_carry: int, n_x: int, n_primal: int,
+                  n_ct_carry: int):
+    """Splits one step's joint program (inputs: consts, carry, x, then the cotangents: n_ct_carry
+    carried (d carry, d consts), then the ys'; outputs: the body's n_primal outputs, then the
+    step's cotangents) into a forward Region and a backward one, as
+    JAX's partial evaluation does.
+
+    Known equations read no cotangent. Those that read consts only are loop-invariant: the
+    backward recomputes them (transposes of weights) rather than stack `length` copies. The
+    other known values the backward reads are its residuals: an x input is read from xs as it
+    is, any other (a carry, an activation) is stacked by the forward scan as an extra y.
+    Returns (forward Region: consts, carry, x -> body outputs + stacked residuals; backward
+    Region: consts, d carry, d consts, residuals, ys' cotangents -> cotangents; residuals as a
+    list of ("x", index into xs) or ("stacked", None) in the backward's input order)."""
+    ins = joint.inputs
+    c_in, h_in, x_in = _split(ins, n_consts, n_carry, n_x)[:3]
+    ct_in = ins[n_consts + n_carry + n_x:]
+    known = {id(v) for v in c_in + h_in + x_in}
+    invariant = {id(v) for v in c_in}
+    known_eqns, unknown_eqns, invariant_eqns = [], [], []
+    for e in joint.eqns:
+        if all(id(v) in known for v in e.inputs):
+            known_eqns.append(e)
+            known.update(id(o) for o in e.outputs)
+            if all(id(v) in invariant for v in e.inputs):
+                invariant_eqns.append(e)
+                invariant.update(id(o) for o in e.outputs)
+        else:
+            unknown_eqns.append(e)
+    primal_outs, ct_outs = joint.outputs[:n_primal], joint.outputs[n_primal:]
+    if not all(id(v) in known for v in primal_outs):  # the body's outputs read no cotangent
+        raise AssertionError("scan VJP: a primal output depends on a cotangent")
+    needed, order = {}, []
+    for v in [v for e in unknown_eqns for v in e.inputs] + list(ct_outs):
+        if id(v) in known and id(v) not in invariant and id(v) not in needed:
+            needed[id(v)] = v
+            order.append(v)
+    x_pos = {id(v): k for k, v in enumerate(x_in)}
+    from_xs = [v for v in order if id(v) in x_pos]
+    stacked = [v for v in order if id(v) not in x_pos]
+    fwd = Region(Program(c_in + h_in + x_in, known_eqns, list(primal_outs) + stacked))
+    saved = [("x", x_pos[id(v)]) for v in from_xs] + [("stacked", None)] * len(stacked)
+    # The backward's inputs: consts, then its carry (d carry, d consts), then the residuals and
+    # the ys' cotangents (its xs).
+    ct_carry, ct_y = ct_in[:n_ct_carry], ct_in[n_ct_carry:]
+    bwd_ins = list(c_in) + list(ct_carry) + from_xs + stacked + list(ct_y)
+    bwd = Region(Program(bwd_ins, invariant_eqns + unknown_eqns, list(ct_outs)))
+    return fwd, bwd, saved
+
+
+def _scan_jvp(tangents, *args, out, body, length, reverse, n_consts, n_carry, primal_body=None):
     program = body.program
     in_t = [v.type for v in program.inputs]
     c_t, h_t, x_t = _split(in_t, n_consts, n_carry)
@@ -362,7 +418,7 @@ def _scan_jvp(tangents, *args, out, body, length, reverse, n_consts, n_carry):
     return tuple(t_out)
 
 
-def _scan_batch(args, batched, *, body, length, reverse, n_consts, n_carry):
+def _scan_batch(args, batched, *, body, length, reverse, n_consts, n_carry, primal_body=None):
     size = next(a.shape[0] for a, b in zip(args, batched, strict=True) if b)
     n_ys = len(body.program.outputs) - n_carry
     cf, hf, xf = _split(list(batched), n_consts, n_carry)
@@ -390,7 +446,7 @@ scan_p = Primitive(
     cost=_scan_cost,
     multiple_results=True,
     param_types={"body": as_region, "length": int, "reverse": bool, "n_consts": int,
-                 "n_carry": int},
+                 "n_carry": int, "primal_body": as_region},
     batch=_scan_batch,
 )
 

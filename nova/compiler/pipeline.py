@@ -15,6 +15,7 @@ from nova.compiler.attention import fuse_attention
 from nova.compiler.canonicalize import canonicalize, canonicalize_keeping_stop_gradient
 from nova.compiler.cse import cse
 from nova.compiler.dce import dce
+from nova.compiler.merge_scans import merge_scans
 from nova.compiler.remat import rematerialize
 from nova.compiler.simplify import simplify
 from nova.core.ir import Program, verify_program
@@ -29,6 +30,7 @@ PASSES = [
     ("canonicalize", canonicalize_keeping_stop_gradient),
     ("simplify", simplify),
     ("cse", cse),
+    ("merge_scans", merge_scans),  # after cse: equal operands are one value
     ("canonicalize", canonicalize_keeping_stop_gradient),
     ("simplify", simplify),
     ("cse", cse),

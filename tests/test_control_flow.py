@@ -378,3 +378,31 @@ def test_errors_name_the_problem():
         lax.while_loop(lambda c: c[0] < 1, lambda c: c[0], (0, 1.0))
     with pytest.raises(TypeError, match="index must be an integer scalar"):
         lax.switch(1.5, [lambda: 1.0, lambda: 2.0])
+
+
+def test_gradient_program_runs_the_forward_loop_once_and_only_needed_outputs():
+    # merge_scans: the primal scan merges into reverse mode's residual-stacking one; dce drops
+    # the backward scan's cotangent of xs (not asked for) and the body work feeding only it.
+    def loss(w, xs):
+        h, ys = lax.scan(lambda h, x: (jnp.tanh(h @ w + x), h.sum()), np.zeros((2, 3)), xs)
+        return ys.sum() + (h ** 2).sum()
+
+    w, xs = np.eye(3) * 0.5, RNG.standard_normal((4, 2, 3))
+    f = nova.jit(nova.value_and_grad(loss))
+    traced = nova.make_program(nova.value_and_grad(loss))(w, xs)
+    assert traced.count("scan") == 3  # primal, residual-stacking forward, backward
+    scans = [e for e in f.lower(w, xs).program.eqns if e.prim.name == "scan"]
+    assert len(scans) == 2
+    bwd = scans[1]
+    assert bwd.params["reverse"] and len(bwd.outputs) == bwd.params["n_carry"]  # no d xs
+    value, g = f(w, xs)
+
+    def loss_np(w):
+        h, total = np.zeros((2, 3)), 0.0
+        for x in xs:
+            total += h.sum()
+            h = np.tanh(h @ w + x)
+        return total + (h ** 2).sum()
+
+    _close(value, loss_np(w))
+    _close(g, _fd_grad(loss_np, w), 1e-7)

@@ -81,13 +81,31 @@ def trace_region(fun: Callable, in_types: Sequence[TensorType]):
             program = t.to_program(outs)
     finally:
         end_trace(t)
+    # Read by _dropped: a Program keeps no custom_vjp/custom_jvp markers (Trace.to_program).
+    program.custom_rules_dropped = t.custom_calls > 0
     return program, [outer for outer, _ in t.captures], tree
+
+
+def _dropped(program: Program) -> bool:
+    return getattr(program, "custom_rules_dropped", False)
+
+
+def _check_rules(what: str, *regions: Region) -> None:
+    """Differentiating a loop or branch whose function called a custom_vjp / custom_jvp
+    function would use the primitives' derivatives instead of its rule: refused."""
+    if any(r.dropped_rules for r in regions):
+        raise NotImplementedError(
+            f"differentiating through lax.{what} whose function calls a custom_vjp or "
+            "custom_jvp function is not supported yet: the loop body keeps no custom rules, so "
+            "the derivative would silently differ from the rule's. Differentiate inside the "
+            f"body instead, or call the function outside the loop{_where()}")
 
 
 def _consts_first(program: Program, n_declared: int) -> Region:
     """The Region of a traced program with its captured inputs moved before the declared."""
     ins = program.inputs
-    return Region(Program(ins[n_declared:] + ins[:n_declared], program.eqns, program.outputs))
+    return Region(Program(ins[n_declared:] + ins[:n_declared], program.eqns, program.outputs),
+                  dropped_rules=_dropped(program))
 
 
 def _closed(fun: Callable, in_types) -> Region:
@@ -277,6 +295,7 @@ def _replace_at(full: list, idx: list[int], vals) -> list:
 
 
 def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry, primal_body=None):
+    _check_rules("scan", body)
     program = body.program
     consts, _, xs = _split(args, n_consts, n_carry)
     in_t = [v.type for v in program.inputs]
@@ -382,6 +401,7 @@ def _partial_eval(joint: Program, n_consts: int, n_carry: int, n_x: int, n_prima
 
 
 def _scan_jvp(tangents, *args, out, body, length, reverse, n_consts, n_carry, primal_body=None):
+    _check_rules("scan", body)
     program = body.program
     in_t = [v.type for v in program.inputs]
     c_t, h_t, x_t = _split(in_t, n_consts, n_carry)
@@ -496,6 +516,7 @@ def _while_vjp(cts, *args, out, cond, body, n_cond_consts, n_body_consts):
 
 
 def _while_jvp(tangents, *args, out, cond, body, n_cond_consts, n_body_consts):
+    _check_rules("while_loop", body)
     n_cc, n_bc = n_cond_consts, n_body_consts
     cc_t, bc_t, h_t = _split([_aval(a) for a in args], n_cc, n_bc)
     fb, fh = _floats(bc_t), _floats(h_t)
@@ -621,6 +642,7 @@ def _cond_cost(in_types, out_types, *, branches):
 
 
 def _cond_vjp(cts, index, *ops, out, branches):
+    _check_rules("cond", *branches)
     op_t = [_aval(o) for o in ops]
     y_t = [v.type for v in branches[0].program.outputs]
     fo, fy = _floats(op_t), _floats(y_t)
@@ -649,6 +671,7 @@ def _cond_vjp(cts, index, *ops, out, branches):
 
 
 def _cond_jvp(tangents, index, *ops, out, branches):
+    _check_rules("cond", *branches)
     op_t = [_aval(o) for o in ops]
     y_t = [v.type for v in branches[0].program.outputs]
     fo, fy = _floats(op_t), _floats(y_t)
@@ -799,7 +822,8 @@ def switch(index, branches: Sequence[Callable], *operands):
         ins = list(program.inputs[:n])
         for j, (other, oc, _) in enumerate(traced):
             ins += list(program.inputs[n:]) if j == k else [Var(_aval(c)) for c in oc]
-        regions.append(Region(Program(ins, program.eqns, program.outputs)))
+        regions.append(Region(Program(ins, program.eqns, program.outputs),
+                              dropped_rules=_dropped(program)))
     outs = cond_p.bind(index, *leaves, *all_consts, branches=tuple(regions))
     return tree_unflatten(t0[2], list(outs))
 

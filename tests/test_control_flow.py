@@ -406,3 +406,22 @@ def test_gradient_program_runs_the_forward_loop_once_and_only_needed_outputs():
 
     _close(value, loss_np(w))
     _close(g, _fd_grad(loss_np, w), 1e-7)
+
+
+def test_differentiating_through_a_loop_with_a_custom_rule_is_refused():
+    @nova.custom_vjp
+    def clip_grad(x):
+        return x
+
+    clip_grad.defvjp(lambda x: (x, None), lambda _, ct: (jnp.clip(ct, -0.1, 0.1),))
+
+    def f(x):
+        return lax.scan(lambda c, _: (clip_grad(c) * 2.0, None), x, None, length=3)[0]
+
+    _close(f(np.float64(1.5)), 12.0)  # the forward runs
+    with pytest.raises(NotImplementedError, match="lax.scan whose function calls a custom_vjp"):
+        nova.grad(f)(np.float64(1.5))
+    # a gradient taken inside the body meets the rule as usual
+    g = lax.scan(lambda c, _: (c + nova.grad(lambda y: clip_grad(y) * 5.0)(c), None),
+                 np.float64(0.0), None, length=2)[0]
+    _close(g, 0.2)

@@ -169,11 +169,14 @@ class Region:
     canonical text (the structural hash), so equations holding equal regions are equal (cse,
     the eager cache); printed as a string attribute holding that text, which parses back."""
 
-    __slots__ = ("_text", "program")
+    __slots__ = ("_text", "dropped_rules", "program")
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, dropped_rules: bool = False):
         self.program = program
         self._text = None
+        # True when the function traced into it called custom_vjp/custom_jvp functions, whose
+        # rules a Program does not keep (control_flow.py refuses to differentiate it then).
+        self.dropped_rules = dropped_rules
 
     @property
     def text(self) -> str:

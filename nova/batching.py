@@ -26,14 +26,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nova.core import dtypes
-from nova.core.array import Array
 from nova.core.ir import TensorType
 from nova.core.primitive import broadcast_batched
 from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from nova.core.source_info import attributed_to
 from nova.core.trace import CUSTOM_CALLS, Trace, current_trace, end_trace, trace_context
-from nova.grad import _arg_names, _where
+from nova.grad import _arg_names, _array_or_scalar, _where
 from nova.ops import lax
 
 __all__ = ["vmap"]
@@ -82,12 +80,9 @@ def _move_axis(x, src: int, dst: int):
 
 
 def _as_array(x, name: str):
-    if isinstance(x, Array):
-        return x
-    if isinstance(x, np.ndarray | np.generic | int | float | bool | complex):
-        return Array(np.asarray(x, dtype=dtypes.dtype_of_value(x)))
-    raise TypeError(f"vmap: argument {name} holds a {type(x).__name__}, which is not an array; "
-                    f"map only arrays (in_axes=None leaves other values as they are){_where()}")
+    return _array_or_scalar(x, lambda: (
+        f"vmap: argument {name} holds a {type(x).__name__}, which is not an array; map only "
+        f"arrays (in_axes=None leaves other values as they are){_where()}"))
 
 
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Callable:

@@ -44,7 +44,7 @@ from nova.core.primitive import Cost, FusionKind, Primitive, Template, broadcast
 from nova.core.pytree import tree_flatten, tree_unflatten
 from nova.core.source_info import attributed_to
 from nova.core.trace import Trace, Tracer, end_trace, trace_context
-from nova.grad import _where, jvp, vjp
+from nova.grad import _array_or_scalar, _where, jvp, vjp
 from nova.ops import lax
 
 __all__ = ["cond", "fori_loop", "map", "scan", "switch", "while_loop"]
@@ -54,12 +54,8 @@ __all__ = ["cond", "fori_loop", "map", "scan", "switch", "while_loop"]
 
 
 def _asarray(x, what: str) -> Array:
-    if isinstance(x, Array):
-        return x
-    if isinstance(x, np.ndarray | np.generic | int | float | bool | complex):
-        return Array(np.asarray(x, dtype=dtypes.dtype_of_value(x)))
-    raise TypeError(f"{what}: expected arrays or Python scalars, got a {type(x).__name__}"
-                    f"{_where()}")
+    return _array_or_scalar(x, lambda: (f"{what}: expected arrays or Python scalars, got a "
+                                        f"{type(x).__name__}{_where()}"))
 
 
 def _aval(x) -> TensorType:
@@ -163,6 +159,21 @@ def run_region(region: Region, args: Sequence[np.ndarray]) -> list:
 def _contiguous(a) -> np.ndarray:
     a = np.asarray(a)  # (np.ascontiguousarray would make a 0-d array 1-d)
     return a if a.flags.c_contiguous else a.copy()
+
+
+def _fresh(outs, args) -> tuple:
+    """The outputs, each in a buffer of its own: a Region may hand back one of its inputs (an
+    identity branch, a loop of no trips, a carry passed through), and the executable running
+    this equation reuses an operand's memory once it is dead, which would change the result."""
+    args = [a for a in args if isinstance(a, np.ndarray)]
+    out = []
+    for o in outs:
+        o = np.asarray(o)
+        if any(np.may_share_memory(o, a) for a in args) or \
+                any(np.may_share_memory(o, p) for p in out):
+            o = o.copy()
+        out.append(o)
+    return tuple(out)
 
 
 def _region_cost(region: Region) -> Cost:
@@ -278,7 +289,7 @@ def _scan_impl(*args, body, length, reverse, n_consts, n_carry, primal_body=None
         carry = out[:n_carry]
         for y, o in zip(ys, out[n_carry:], strict=True):
             y[i] = o
-    return tuple(carry + ys)
+    return _fresh(carry, args) + tuple(ys)
 
 
 def _scan_cost(in_types, out_types, *, body, length, reverse, n_consts, n_carry,
@@ -499,7 +510,7 @@ def _while_impl(*args, cond, body, n_cond_consts, n_body_consts):
     cc, bc, carry = _split(args, n_cond_consts, n_body_consts)
     while bool(run_region(cond, cc + carry)[0]):
         carry = run_region(body, bc + carry)
-    return tuple(carry)
+    return _fresh(carry, args)
 
 
 def _while_cost(in_types, out_types, *, cond, body, n_cond_consts, n_body_consts):
@@ -632,7 +643,7 @@ def _cond_rule(index, *types, branches):
 
 def _cond_impl(index, *ops, branches):
     k = builtins.min(builtins.max(int(index), 0), len(branches) - 1)
-    return tuple(run_region(branches[k], list(ops)))
+    return _fresh(run_region(branches[k], list(ops)), ops)
 
 
 def _cond_cost(in_types, out_types, *, branches):
@@ -737,6 +748,13 @@ cond_p = Primitive(
 # --- the public functions ------------------------------------------------------------------------
 
 
+def _check_callable(what: str, **funs) -> None:
+    for name, fn in funs.items():
+        if not callable(fn):
+            raise TypeError(f"lax.{what}: {name} must be a function, got "
+                            f"{type(fn).__name__}{_where()}")
+
+
 def _leaves_of(tree, what: str) -> tuple[list, object]:
     leaves, td = tree_flatten(tree)
     return [_asarray(x, what) for x in leaves], td
@@ -782,6 +800,9 @@ def switch(index, branches: Sequence[Callable], *operands):
     respect to the operands. Raises TypeError for a non-integer or non-scalar index, no
     branches, or branches whose outputs differ.
     """
+    if callable(branches) or not isinstance(branches, Sequence):
+        raise TypeError(f"switch: branches must be a sequence of functions, got "
+                        f"{type(branches).__name__}{_where()}")
     branches = list(branches)
     if not branches:
         raise TypeError(f"switch: needs at least one branch{_where()}")
@@ -789,8 +810,11 @@ def switch(index, branches: Sequence[Callable], *operands):
         if not callable(b):
             raise TypeError(f"switch: branches must be functions, got {type(b).__name__}"
                             f"{_where()}")
+    if isinstance(index, bool | np.bool_):
+        raise TypeError(f"switch: the index must be an integer, got the bool {index!r} (use "
+                        f"lax.cond for a predicate){_where()}")
     index = _asarray(index, "switch index")
-    if index.shape != () or index.dtype.kind not in "iub":
+    if index.shape != () or index.dtype.kind not in "iu":
         raise TypeError(f"switch: the index must be an integer scalar, got shape "
                         f"{tuple(index.shape)} and dtype {index.dtype}{_where()}")
     if len(branches) == 1:
@@ -838,6 +862,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     each example's result is selected. Raises TypeError for a non-scalar pred or branches whose
     outputs differ.
     """
+    _check_callable("cond", true_fun=true_fun, false_fun=false_fun)
     pred = _asarray(pred, "cond predicate")
     if pred.shape != ():
         raise TypeError(f"cond: pred must be a scalar, got shape {tuple(pred.shape)}"
@@ -858,6 +883,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     runs its own number of iterations. Raises TypeError when body_fun changes the carry's
     structure or types, or cond_fun does not return a bool scalar.
     """
+    _check_callable("while_loop", cond_fun=cond_fun, body_fun=body_fun)
     leaves, td = _leaves_of(init_val, "while_loop init_val")
     types = [_aval(x) for x in leaves]
     b_prog, b_consts, b_tree = trace_region(lambda *a: body_fun(tree_unflatten(td, a)), types)
@@ -895,6 +921,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     ValueError for leading axes that differ or disagree with `length`, TypeError when f does
     not return a pair or changes the carry's structure or types.
     """
+    _check_callable("scan", f=f)
     if not isinstance(unroll, int | bool) or (not isinstance(unroll, bool) and unroll < 1):
         raise ValueError(f"scan: unroll must be a positive int or a bool, got {unroll!r}"
                          f"{_where()}")
@@ -929,7 +956,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         carry = tree_unflatten(c_td, a[:n_carry])
         x = tree_unflatten(x_td, a[n_carry:])
         res = f(carry, x)
-        if not (isinstance(res, tuple) and len(res) == 2):
+        if not (isinstance(res, tuple | list) and len(res) == 2):
             raise TypeError(f"scan: f must return a pair (carry, y), got "
                             f"{type(res).__name__}{_where()}")
         new, y = res
@@ -986,6 +1013,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     traced bound it is a `while_loop` (forward mode only). body_fun returns init_val's
     structure, shapes and dtypes (TypeError otherwise).
     """
+    _check_callable("fori_loop", body_fun=body_fun)
     lo, hi = _static_int(lower), _static_int(upper)
     if lo is not None and hi is not None:
         def step(carry, _):
@@ -1009,5 +1037,6 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
 def map(f: Callable, xs):
     """`f` applied to each slice of xs along its leading axis, results stacked, as
     `jax.lax.map` (a scan with no carry: one example at a time, unlike vmap)."""
+    _check_callable("map", f=f)
     _, ys = scan(lambda _, x: ((), f(x)), (), xs)
     return ys

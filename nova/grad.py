@@ -494,6 +494,27 @@ def _check_argnums(argnums, n: int, what: str) -> tuple[int, ...]:
     return nums
 
 
+def _differentiated(f, args, argnums, what: str):
+    """(argnums as a tuple, the differentiated arguments, their leaves, their structure),
+    after checking argnums and that every leaf is a float."""
+    nums = _check_argnums(argnums, len(args), what)
+    dyn = [args[i] for i in nums]
+    names = _arg_names(f, len(args))
+    flat, in_tree = tree_flatten(dyn)
+    _check_float_inputs(flat, [n for i in nums for n in _leaf_names(args[i], names[i])], what)
+    return nums, dyn, flat, in_tree
+
+
+def _array_or_scalar(x, message: Callable[[], str]) -> Array:
+    """x as an Array when it is one, a NumPy value or a Python scalar; else TypeError with
+    message() (the transform's own words)."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, np.ndarray | np.generic | int | float | bool | complex):
+        return Array(np.asarray(x, dtype=dtypes.dtype_of_value(x)))
+    raise TypeError(message())
+
+
 def _std_basis(leaves, total: int) -> list[np.ndarray]:
     """Rows of the (total, total) identity split into one array per leaf: leaf k's has shape
     (total,) + leaf.shape and its leaf's dtype (the unit vectors JAX's jacobians map over)."""
@@ -533,11 +554,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     outputs, ValueError for argnums out of range.
     """
     def jac(*args, **kwargs):
-        nums = _check_argnums(argnums, len(args), "jacrev")
-        dyn = [args[i] for i in nums]
-        names = _arg_names(f, len(args))
-        flat, in_tree = tree_flatten(dyn)
-        _check_float_inputs(flat, [n for i in nums for n in _leaf_names(args[i], names[i])], "jacrev")
+        nums, dyn, _, in_tree = _differentiated(f, args, argnums, "jacrev")
         res = vjp(_partial(f, args, kwargs, nums), *dyn, has_aux=has_aux)
         y, pullback = res[0], res[1]
         y_leaves, y_tree = tree_flatten(y)
@@ -571,14 +588,12 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     `jax.jacfwd`; best when f has more outputs than inputs.
 
     Shapes, structure, has_aux and errors as for `jacrev` (for an output of shape O and an
-    argument leaf of shape I the block has shape O + I); dtypes: the output's.
+    argument leaf of shape I the block has shape O + I); dtypes: the output's. Integer or bool
+    outputs are allowed, as in JAX (their blocks are zeros); differentiated arguments must be
+    floats.
     """
     def jac(*args, **kwargs):
-        nums = _check_argnums(argnums, len(args), "jacfwd")
-        dyn = [args[i] for i in nums]
-        names = _arg_names(f, len(args))
-        flat, in_tree = tree_flatten(dyn)
-        _check_float_inputs(flat, [n for i in nums for n in _leaf_names(args[i], names[i])], "jacfwd")
+        nums, dyn, flat, in_tree = _differentiated(f, args, argnums, "jacfwd")
         total = sum(_size(x) for x in flat)
         fixed = _partial(f, args, kwargs, nums)
 

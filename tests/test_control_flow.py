@@ -425,3 +425,60 @@ def test_differentiating_through_a_loop_with_a_custom_rule_is_refused():
     g = lax.scan(lambda c, _: (c + nova.grad(lambda y: clip_grad(y) * 5.0)(c), None),
                  np.float64(0.0), None, length=2)[0]
     _close(g, 0.2)
+
+
+@pytest.mark.parametrize("make", ["cond", "while", "scan0"])
+def test_a_passed_through_operand_is_not_overwritten_under_jit(make):
+    # (review) a Region handing back its input: the outer executable reused that operand's
+    # buffer for a later value, and the loop reading the result saw a * 7
+    a, b = np.arange(4.0), np.ones(4)
+
+    def passthrough(t):
+        if make == "cond":
+            return lax.cond(b[0] > 100, lambda q: q * 2.0, lambda q: q, t)
+        if make == "while":
+            return lax.while_loop(lambda q: q.sum() < -1.0, lambda q: q * 2.0, t)
+        return lax.scan(lambda c, x: (c * x, None), t, np.zeros((0, 4)))[0]
+
+    def g(a, b):
+        v = passthrough(a * 3.0 + b)
+        return lax.scan(lambda c, x: (c + x, None), v, (a * 7.0)[None])[0]
+
+    _close(nova.jit(g)(a, b), a * 10.0 + 1.0)
+    _close(g(a, b), a * 10.0 + 1.0)
+
+
+def test_second_order_through_nested_scans_and_an_identity_cond():
+    w = np.float64(0.3)
+
+    def h(w):  # 2 w^2
+        inner = lambda c, _: (c * w, None)
+        return lax.scan(lambda c, _: (lax.cond(True, lambda q: q, lambda q: q,
+                                                lax.scan(inner, c, None, length=1)[0]) * 2.0,
+                                      None), w, None, length=1)[0]
+
+    _close(nova.hessian(h)(w), 4.0)
+    _close(nova.jit(nova.hessian(h))(w), 4.0)
+    _close(nova.vmap(lambda t: nova.jvp(nova.grad(h), (w,), (t,))[1])(np.ones(2)), [4.0, 4.0])
+
+
+def test_bad_functions_and_indices():
+    xs = np.ones((2, 3))
+    with pytest.raises(TypeError, match="switch: the index must be an integer, got the bool"):
+        lax.switch(True, [lambda: 1.0, lambda: 2.0])
+    with pytest.raises(TypeError, match="branches must be a sequence of functions"):
+        lax.switch(0, lambda a: a, 1.0)
+    with pytest.raises(TypeError, match=r"lax.while_loop: cond_fun must be a function, got NoneType"):
+        lax.while_loop(None, lambda c: c, 3)
+    with pytest.raises(TypeError, match=r"lax.scan: f must be a function, got int"):
+        lax.scan(5, 0.0, xs)
+    with pytest.raises(TypeError, match=r"lax.fori_loop: body_fun must be a function"):
+        lax.fori_loop(0, 3, None, 1.0)
+    with pytest.raises(TypeError, match=r"lax.map: f must be a function"):
+        lax.map(None, xs)
+    with pytest.raises(TypeError, match=r"lax.cond: false_fun must be a function"):
+        lax.cond(True, lambda: 1.0, 2.0)
+    # a body returning [carry, y] (any pair) is accepted, as in JAX
+    c, ys = lax.scan(lambda c, x: [c + x.sum(), c], np.float64(0.0), xs)
+    _close(c, 6.0)
+    _close(ys, [0.0, 3.0])

@@ -115,7 +115,12 @@ def _host_fn(k: Kernel):
                                    [o.type for o in e.outputs])
             for o, a in zip(e.outputs, outs, strict=True):
                 env[id(o)] = a
-        return [env[id(v)] for v in prog.outputs]
+        # The launch's outputs get slots of their own, and the memory plan reuses an input's
+        # buffer once it is dead: a reference that hands back (a view of) an input would see
+        # its result overwritten, so such outputs are copied.
+        outs = [env[id(v)] for v in prog.outputs]
+        return [o.copy() if any(np.may_share_memory(o, a) for a in arrays
+                                if isinstance(a, np.ndarray)) else o for o in outs]
 
     run.kernel = k
     return run

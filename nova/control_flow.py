@@ -1034,9 +1034,36 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     return val
 
 
-def map(f: Callable, xs):
-    """`f` applied to each slice of xs along its leading axis, results stacked, as
-    `jax.lax.map` (a scan with no carry: one example at a time, unlike vmap)."""
+def map(f: Callable, xs, *, batch_size: int | None = None):
+    """`f` applied to each slice of xs (a pytree of arrays) along its leading axis, results
+    stacked, as `jax.lax.map`: a scan with no carry, one example at a time (unlike vmap).
+    batch_size: run f vmapped over blocks of that many slices (the remainder in one last
+    block), as jax.lax.map's. Raises ValueError for a batch_size that is not a positive int."""
     _check_callable("map", f=f)
-    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
-    return ys
+    if batch_size is None:
+        _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+        return ys
+    if not isinstance(batch_size, int | np.integer) or isinstance(batch_size, bool) \
+            or batch_size < 1:
+        raise ValueError(f"lax.map: batch_size must be a positive int, got {batch_size!r}"
+                         f"{_where()}")
+    from nova.batching import vmap
+
+    leaves, td = _leaves_of(xs, "lax.map xs")
+    n = int(leaves[0].shape[0]) if leaves else 0
+    full = n // batch_size * batch_size
+    parts = []
+    if full:
+        blocks = [lax.reshape(lax.slice(x, (0,) * x.ndim, (full, *x.shape[1:])),
+                              (full // batch_size, batch_size, *x.shape[1:])) for x in leaves]
+        _, ys = scan(lambda _, b: ((), vmap(f)(tree_unflatten(td, b))), (), blocks)
+        parts.append(tree_flatten(ys))
+    if n - full:
+        rest = [lax.slice(x, (full,) + (0,) * (x.ndim - 1), x.shape) for x in leaves]
+        parts.append(tree_flatten(vmap(f)(tree_unflatten(td, rest))))
+    if full:
+        parts[0] = ([lax.reshape(y, (full, *y.shape[2:])) for y in parts[0][0]], parts[0][1])
+    if len(parts) == 1:
+        return tree_unflatten(parts[0][1], parts[0][0])
+    joined = [lax.concatenate([a, b], 0) for a, b in zip(parts[0][0], parts[1][0], strict=True)]
+    return tree_unflatten(parts[0][1], joined)

@@ -153,7 +153,14 @@ def test_nested_scans_and_their_gradient():
 
 def test_map_is_a_scan_without_carry():
     xs = RNG.standard_normal((5, 3))
-    _close(lax.map(lambda x: jnp.exp(x) * x.sum(), xs), np.exp(xs) * xs.sum(1, keepdims=True))
+    want = np.exp(xs) * xs.sum(1, keepdims=True)
+    _close(lax.map(lambda x: jnp.exp(x) * x.sum(), xs), want)
+    for bs in (1, 2, 5, 8):  # blocks of bs vmapped, the remainder in one last block
+        got = nova.jit(lambda xs, bs=bs: lax.map(lambda x: {"y": jnp.exp(x) * x.sum()}, xs,
+                                                  batch_size=bs))(xs)
+        _close(got["y"], want)
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        lax.map(jnp.sin, xs, batch_size=0)
 
 
 # --- fori_loop and while_loop --------------------------------------------------------------------

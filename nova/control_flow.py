@@ -130,30 +130,50 @@ _EXECUTABLES_KEPT = 256
 _NO_COMPILER: list = []  # non-empty once compiling a Region found no MLIR
 
 
-def run_region(region: Region, args: Sequence[np.ndarray]) -> list:
-    """The Region's outputs on NumPy values: its compiled executable with the "compiled"
-    backend (built once per structure), else (or without MLIR) the reference interpreter."""
+def _region_executable(region: Region):
+    """The Region's compiled executable with the "compiled" backend (built once per structure,
+    with the native launcher even for one kernel: native loops run its table), or None: another
+    backend, or no MLIR here (a GPU machine running a carried cache), where the reference
+    interpreter runs Regions."""
     if config.read("backend") != "compiled" or _NO_COMPILER:
-        return run_program(region.program, list(args))
+        return None
     exe = _EXECUTABLES.get(region)
     if exe is None:
+        from nova.compiler.backend_cpu import _launcher
         from nova.compiler.pipeline import run_passes
         from nova.jit import _compile_for_backend
 
         try:
             exe = _compile_for_backend(run_passes(region.program))
         except ImportError:
-            # No MLIR here (a GPU machine running a carried cache): the interpreter runs it.
             _NO_COMPILER.append(True)
-            return run_program(region.program, list(args))
+            return None
         if hasattr(exe, "pool_outputs"):  # cached for the process, as eager executables are
             exe.pool_outputs(False)
+        if getattr(exe, "launcher", False) is None:
+            exe.launcher = _launcher()
         _EXECUTABLES[region] = exe
         while len(_EXECUTABLES) > _EXECUTABLES_KEPT:
             _EXECUTABLES.popitem(last=False)
     else:
         _EXECUTABLES.move_to_end(region)
+    return exe
+
+
+def run_region(region: Region, args: Sequence[np.ndarray]) -> list:
+    """The Region's outputs on NumPy values: its compiled executable (_region_executable), else
+    the reference interpreter."""
+    exe = _region_executable(region)
+    if exe is None:
+        return run_program(region.program, list(args))
     return [np.asarray(o) for o in exe([_contiguous(a) for a in args])]
+
+
+def _typed(args: Sequence, types: Sequence, lead: tuple = ()) -> list[np.ndarray]:
+    """`args` as contiguous arrays of `types` (TensorTypes), each with the leading axes `lead`:
+    a native loop's operands."""
+    return [_contiguous(np.asarray(a, t.dtype).reshape(lead + tuple(t.shape)))
+            for a, t in zip(args, types, strict=True)]
 
 
 def _contiguous(a) -> np.ndarray:
@@ -283,6 +303,15 @@ def _scan_rule(*types, body, length, reverse, n_consts, n_carry, primal_body=Non
 def _scan_impl(*args, body, length, reverse, n_consts, n_carry, primal_body=None):
     consts, carry, xs = _split(args, n_consts, n_carry)
     ys_t = [v.type for v in body.program.outputs[n_carry:]]
+    exe = _region_executable(body)
+    if hasattr(exe, "run_scan"):  # the whole loop in one native call
+        ins = [v.type for v in body.program.inputs]
+        fixed = _typed(consts + carry, ins[:n_consts + n_carry])
+        done = exe.run_scan(fixed[:n_consts], fixed[n_consts:],
+                            _typed(xs, ins[n_consts + n_carry:], (length,)), ys_t, length,
+                            reverse)
+        if done is not None:
+            return tuple(done[0]) + tuple(done[1])
     ys = [np.empty((length, *t.shape), t.dtype) for t in ys_t]
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
         out = run_region(body, consts + carry + [x[i] for x in xs])
@@ -508,6 +537,14 @@ def _while_rule(*types, cond, body, n_cond_consts, n_body_consts):
 
 def _while_impl(*args, cond, body, n_cond_consts, n_body_consts):
     cc, bc, carry = _split(args, n_cond_consts, n_body_consts)
+    exe, test = _region_executable(body), _region_executable(cond)
+    if hasattr(exe, "run_while") and hasattr(test, "run_while"):
+        ctypes_, btypes = [v.type for v in cond.program.inputs], \
+            [v.type for v in body.program.inputs]
+        done = exe.run_while(test, _typed(cc, ctypes_[:len(cc)]), _typed(bc, btypes[:len(bc)]),
+                             _typed(carry, btypes[len(bc):]))
+        if done is not None:
+            return tuple(done)
     while bool(run_region(cond, cc + carry)[0]):
         carry = run_region(body, bc + carry)
     return _fresh(carry, args)

@@ -440,6 +440,149 @@ class CPUExecutable:
                 slots[s] = _address(o)
         return self._collect(env)
 
+    # -- native loops (nova/control_flow.py) --------------------------------------------------
+
+    def _loop_table(self):
+        """`(table address, launches, {kernel-written output slot: TensorType})` when every
+        launch is a generated kernel in one launcher table and none writes a donated input's
+        buffer: the executable can run as a native loop's body (run_scan, run_while). None
+        otherwise (NOVA_PROFILE, no launcher, host launches, a kernel of too many arguments),
+        and the caller iterates in Python. Called under the call lock."""
+        if _profiling or self.launcher is None:
+            return None
+        if not hasattr(self, "_loop"):
+            if not hasattr(self, "_segments"):
+                self._prepare_native()
+            segs = self._segments
+            self._loop = None
+            if all(seg[0] == "native" for seg in segs) and len(segs) <= 1:
+                fresh = segs[0][4] if segs else []
+                if all(kind == "fresh" for kind, _, _ in fresh):
+                    table = (segs[0][2], segs[0][3]) if segs else (0, 0)
+                    self._loop = table + ({s: t for _, s, t in fresh},)
+        return self._loop
+
+    def _bind_loop(self, fixed: list, keep: list) -> None:
+        """Writes `fixed` values (kept alive in `keep`) into the first input slots: they stay
+        put for a whole loop."""
+        for i, v in enumerate(fixed):
+            keep.append(v)
+            self._slots[i] = _address(v)
+
+    def _bind_scratch(self, written: set, keep: list) -> None:
+        """One buffer (kept alive in `keep`) for each kernel-written slot no patch points into
+        a loop's own arrays: intermediates outside the arena, and outputs copied after each
+        iteration (a scalar ys row, a value two outputs show)."""
+        for s, t in self._loop[2].items():
+            if s not in written:
+                b = np.empty(t.shape, t.dtype)
+                keep.append(b)
+                self._slots[s] = _address(b)
+
+    def _slot_address(self, s: int) -> int:
+        return self._slots_ptr + 8 * s
+
+    def _carry_patches(self, first: int, carry: list, outputs: list, keep: list,
+                       written: set) -> tuple[list, list]:
+        """Patch words (launcher._LOOP_SOURCE) for carries entering at input slots
+        first, first + 1, ... and leaving at program outputs `outputs` (indices): each carry
+        has two buffers, A and B, that swap roles (iteration t reads B and writes A when t is
+        even); B starts as a copy of the initial value. Returns (words, [(A, B)] per carry)."""
+        words: list = []
+        pairs = []
+        for j, (c, k) in enumerate(zip(carry, outputs, strict=True)):
+            a, b = np.empty_like(c), c.copy()
+            keep += [a, b]
+            pa, pb = _address(a), _address(b)
+            pairs.append((a, b))
+            words += [1, self._slot_address(first + j), pb, pa, 0]
+            s = self.output_slots[k]
+            if s in self._loop[2] and s not in written:
+                written.add(s)
+                words += [1, self._slot_address(s), pa, pb, 0]
+            else:  # a carry passed through, or a value another output is written into
+                words += [3, self._slot_address(s), pa, pb, c.nbytes]
+        return words, pairs
+
+    def run_scan(self, consts: list, carry: list, xs: list, ys_types: list, length: int,
+                 reverse: bool) -> tuple[list, list] | None:
+        """Runs this executable (a scan body: consts, carries, one row of each xs in; the new
+        carries and one row of each ys, of TensorTypes `ys_types`, out) `length` times in one
+        native call (nova_scan), rows in reverse order when `reverse`. Inputs are contiguous
+        arrays of the body's input types (xs with the leading scan axis). Returns (final carries, stacked ys), both fresh
+        arrays, or None when this executable cannot run natively (see _loop_table)."""
+        from nova.runtime.launcher import loop_functions
+
+        nc, nk = len(consts), len(carry)
+        with self._call_lock:
+            loop = self._loop_table()
+            if loop is None:
+                return None
+            keep: list = []
+            self._bind_loop(consts, keep)
+            written: set = set()
+            words, pairs = self._carry_patches(nc, carry, list(range(nk)), keep, written)
+            for i, x in enumerate(xs):
+                keep.append(x)
+                row = x.nbytes // length if length else 0
+                words += [0, self._slot_address(nc + nk + i), _address(x) if length else 0,
+                          row, 0]
+            ys = []
+            for s, t in zip(self.output_slots[nk:], ys_types, strict=True):
+                y = np.empty((length, *t.shape), t.dtype)
+                ys.append(y)
+                base = _address(y) if y.nbytes else 0
+                if s in loop[2] and s not in written and not (base | t.nbytes) % _WRITE_ALIGN:
+                    written.add(s)
+                    words += [0, self._slot_address(s), base, t.nbytes, 0]
+                else:  # copied after each iteration (a row the kernels' stores cannot take)
+                    words += [2, self._slot_address(s), base, t.nbytes, t.nbytes]
+            self._bind_scratch(written, keep)
+            patch = np.asarray(words, np.int64)
+            scan = loop_functions(self.launcher)[0]
+            done = scan(loop[0], loop[1], self._slots_ptr, length, int(bool(reverse)),
+                        patch.ctypes.data, len(words) // 5)
+            if done != length:
+                raise RuntimeError(f"native launcher stopped in scan iteration {done}")
+            final = [a if length % 2 else b for a, b in pairs]
+            return final, ys
+
+    def run_while(self, cond: CPUExecutable, cond_consts: list, body_consts: list,
+                  carry: list) -> list | None:
+        """Runs `lax.while_loop` natively (nova_while): `cond` (cond_consts and the carries in,
+        one bool scalar out) decides each trip and this executable (body_consts and the
+        carries in, the new carries out) runs it. Inputs are contiguous arrays of the bodies'
+        input types. Returns the final carries (fresh arrays), or None when either executable
+        cannot run natively (see _loop_table)."""
+        if cond is self:
+            return None
+        from nova.runtime.launcher import loop_functions
+
+        with self._call_lock, cond._call_lock:
+            loop, cloop = self._loop_table(), cond._loop_table()
+            if loop is None or cloop is None:
+                return None
+            keep: list = []
+            self._bind_loop(body_consts, keep)
+            cond._bind_loop(cond_consts, keep)
+            written: set = set()
+            words, pairs = self._carry_patches(len(body_consts), carry,
+                                               list(range(len(carry))), keep, written)
+            self._bind_scratch(written, keep)
+            cond._bind_scratch(set(), keep)
+            for j, (a, b) in enumerate(pairs):  # the condition reads the carry being entered
+                words += [1, cond._slot_address(len(cond_consts) + j), _address(b),
+                          _address(a), 0]
+            pred = cond.output_slots[0]
+            patch = np.asarray(words, np.int64)
+            loop_fn = loop_functions(self.launcher)[1]
+            trips = loop_fn(cloop[0], cloop[1], cond._slots_ptr, cond._slot_address(pred),
+                            loop[0], loop[1], self._slots_ptr, patch.ctypes.data,
+                            len(words) // 5)
+            if trips < 0:
+                raise RuntimeError(f"native launcher stopped in while iteration {-1 - trips}")
+            return [a if trips % 2 else b for a, b in pairs]
+
     def _run(self, values: list, times) -> list:
         if not hasattr(self, "_recipes"):
             self._prepare()

@@ -222,9 +222,11 @@ KU = 4
 MR_CAP = 16
 # A thread is worth its fork/join only with this much work. Measured (bench/NOTES.md): with
 # hot workers a 2-thread call costs ~15-30 us more than a 1-thread one, which 2 threads win
-# back from about 2 x 80 GFLOP/s x 30 us = 4.8 MFLOP; 8 MFLOP per thread leaves a margin (a
-# 2-thread 256^3 matmul, 33.5 MFLOP, ran in 205-244 us against ~370 us on one thread).
-MIN_FLOPS_PER_THREAD = 8_000_000
+# back from about 2 x 80 GFLOP/s x 30 us = 4.8 MFLOP. Until round 19 this was 8 MFLOP (a 16
+# MFLOP GEMM before 2 threads); the 8.4 MFLOP GEMMs of an RNN step ([64, 256] @ [256, 256],
+# back to back in a native loop, the workers hot) ran 91 us on one thread, and on two the
+# 200-step BPTT of bench/scan.py fell from 70.6 / 80.9 to 49.4 / 60.2 ms (two runs each).
+MIN_FLOPS_PER_THREAD = 4_000_000
 
 
 def _ceil_div(a: int, b: int) -> int:

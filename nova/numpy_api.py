@@ -13,17 +13,6 @@ import numpy as _np
 
 from nova.core import dtypes as _dtypes
 from nova.core.array import Array
-from nova.core.dtypes import (  # noqa: F401
-    bfloat16,
-    bool_,
-    float16,
-    float32,
-    float64,
-    int32,
-    int64,
-    uint8,
-    uint32,
-)
 from nova.numpy_impl.creation import *  # noqa: F401,F403
 from nova.numpy_impl.linalg import *  # noqa: F401,F403
 from nova.numpy_impl.reductions import *  # noqa: F401,F403
@@ -43,6 +32,55 @@ for _mod in ("indexing", "joining", "sorting", "scans", "contractions", "ranges"
         continue
     for _name in getattr(_m, "__all__", [n for n in dir(_m) if not n.startswith("_")]):
         globals()[_name] = getattr(_m, _name)
+
+
+
+class _ScalarType(type):
+    """The type of `nova.numpy.float32` and the other scalar types, as jax.numpy's: calling one
+    converts (`jnp.float32(0.5)` is a 0-d float32 Array, `jnp.int32(x)` casts an array or a
+    tracer), and each stands for its dtype wherever a dtype is taken (`np.dtype(jnp.float32)`,
+    `x.astype(jnp.int32)`, `x.dtype == jnp.float32`; it hashes as its np.dtype, so it finds
+    dict entries keyed by dtypes). Raises what `asarray` raises for values it cannot convert
+    (OverflowError for a Python int out of range)."""
+
+    def __call__(cls, x=0):
+        return asarray(x, dtype=cls.dtype)
+
+    def __eq__(cls, other):
+        if cls is other:
+            return True
+        if other is None or isinstance(other, str) and not other:
+            return False  # (np.dtype(None) is float64, np.dtype("") float64 too)
+        try:
+            return cls.dtype == _np.dtype(other)
+        except TypeError:
+            return False
+
+    def __ne__(cls, other):
+        return not _ScalarType.__eq__(cls, other)
+
+    def __hash__(cls):
+        return hash(cls.dtype)
+
+    def __repr__(cls):
+        return f"nova.numpy.{cls.__name__}"
+
+
+def _scalar_type(name: str, dtype) -> _ScalarType:
+    return _ScalarType(name, (), {"dtype": dtype, "__module__": __name__,
+                                  "__doc__": f"The {dtype} scalar type: `{name}(x)` is x as "
+                                             f"a 0-d (or same-shaped) {dtype} Array."})
+
+
+bool_ = _scalar_type("bool_", _dtypes.bool_)
+uint8 = _scalar_type("uint8", _dtypes.uint8)
+uint32 = _scalar_type("uint32", _dtypes.uint32)
+int32 = _scalar_type("int32", _dtypes.int32)
+int64 = _scalar_type("int64", _dtypes.int64)
+float16 = _scalar_type("float16", _dtypes.float16)
+bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
+float32 = _scalar_type("float32", _dtypes.float32)
+float64 = _scalar_type("float64", _dtypes.float64)
 
 pi = _np.pi
 e = _np.e

@@ -19,6 +19,7 @@ from nova.ops.slicing import concatenate, pad, rev, slice  # noqa: F401
 from nova.ops.sort import sort, sort_key_val  # noqa: F401
 from nova.ops.structural import (  # noqa: F401
     broadcast_in_dim,
+    broadcasted_iota,
     constant,
     copy,
     full,

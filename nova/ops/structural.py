@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from nova.core import dtypes
@@ -96,7 +98,16 @@ iota_p = Primitive(
 
 
 def iota(dtype, shape, dimension=0):
-    return iota_p.bind(dtype=dtype, shape=tuple(shape), dimension=dimension)
+    """0, 1, 2, ... along `dimension` of an array of `shape` and `dtype`. `shape` may be an int
+    n, as jax.lax.iota(dtype, size)'s: the 1-D [0, n). Raises ValueError for a dimension
+    outside the shape."""
+    shape = (operator.index(shape),) if isinstance(shape, int | np.integer) else tuple(shape)
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """jax.lax.broadcasted_iota: an array of `shape` and `dtype` counting along `dimension`."""
+    return iota(dtype, tuple(shape), dimension)
 
 
 # --- broadcast_in_dim ---------------------------------------------------------------------------

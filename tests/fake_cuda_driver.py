@@ -4,7 +4,7 @@ Device memory is host memory (one NumPy byte array per allocation, at fake 256-b
 addresses); copies move bytes; a module is the PTX text, and a launch reads its kernelParams
 exactly as the driver would (an array of pointers to 64-bit device addresses) and runs the
 kernel's MLIR (registered for its module's PTX) through codegen/cuda/simulate.py. Stream capture records
-launches into a graph that replays them. Calls return `(CUresult, values...)` tuples as
+launches and device-to-device copies into a graph that replays them. Calls return `(CUresult, values...)` tuples as
 cuda-python does. It checks nova.gpu's own logic, not its reading of the real API.
 """
 
@@ -140,8 +140,15 @@ class FakeDriver:
         return (OK,)
 
     def cuMemcpyDtoDAsync(self, dst, src, n, stream):
-        self.view(int(dst), n)[:] = self.view(int(src), n)
+        if stream in self.capturing:  # a graph node, as the driver records it
+            self.capturing[stream].append(("copy", int(dst), int(src), n))
+            return (OK,)
+        self._copy(("copy", int(dst), int(src), n))
         return (OK,)
+
+    def _copy(self, node) -> None:
+        _, dst, src, n = node
+        self.view(dst, n)[:] = self.view(src, n)
 
     # --- streams, events, graphs --------------------------------------------------------------
     def cuStreamCreate(self, flags):
@@ -185,6 +192,9 @@ class FakeDriver:
 
     def cuGraphLaunch(self, graph_exec, stream):
         for args in graph_exec[1]:
+            if args[0] == "copy":
+                self._copy(args)
+                continue
             err = self._run(*args)
             if err != OK:
                 return (err,)

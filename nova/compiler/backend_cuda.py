@@ -17,8 +17,10 @@ float32 on TF32 tensor cores at precision "tf32", attention_mma.py; the backward
 of dq and one launch adding into it with atomics); the attention
 pass fuses only the attentions those kernels support (`attention.supports`: float32/float64,
 head dims whose tiles fit shared memory), the others stay matmuls + softmax. Constants too
-large to inline are uploaded once. Host primitives have no GPU kernel yet: compiling them
-raises NotImplementedError naming the kernel kind.
+large to inline are uploaded once. Control flow (lax.scan, while_loop, cond) compiles its
+functions into CUDA executables of their own, run by a DeviceLoop (nova/gpu/loops.py). Other
+host primitives have no GPU kernel yet: compiling them raises NotImplementedError naming the
+kernel kind.
 """
 
 from __future__ import annotations
@@ -240,7 +242,8 @@ def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecuta
     it needs one and raises GPUUnavailableError otherwise)."""
     fused = fuse(program)
     kernels = compile_kernels(fused, target)
-    launches, slot_types, output_slots, per_kernel = _launch_list(program, fused, kernels)
+    launches, slot_types, output_slots, per_kernel = _launch_list(program, fused, kernels,
+                                                                  target)
     plan = plan_memory(launches, len(program.inputs), output_slots, slot_types,
                        donated=set(donated))
     memory = _memory(program, fused)
@@ -254,10 +257,38 @@ def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecuta
     return exe
 
 
-def _launch_list(program: Program, fused, kernels: dict) -> tuple:
+_CONTROL_FLOW = ("host:scan", "host:while", "host:cond")
+
+
+def _device_loop(k: Kernel, target: str):
+    """The DeviceLoop (nova/gpu/loops.py) of a control-flow kernel: its Regions compiled for
+    `target` like any program (their PTX into the kernel cache too)."""
+    from nova.compiler.pipeline import run_passes
+    from nova.gpu.loops import DeviceLoop
+
+    if len(k.program.eqns) != 1:
+        raise NotImplementedError(f"cuda backend: a {k.kind} kernel of "
+                                  f"{len(k.program.eqns)} equations")
+    (e,) = k.program.eqns
+    p = e.params
+    if e.prim.name == "scan":
+        roles = {"body": p["body"]}
+    elif e.prim.name == "while":
+        roles = {"cond": p["cond"], "body": p["body"]}
+    else:
+        roles = {f"branch{i}": br for i, br in enumerate(p["branches"])}
+    regions = {role: compile_program(run_passes(r.program), target=target)
+               for role, r in roles.items()}
+    return e, DeviceLoop(e.prim.name, p, regions, [v.type for v in e.inputs],
+                         [v.type for v in e.outputs])
+
+
+def _launch_list(program: Program, fused, kernels: dict, target: str | None = None) -> tuple:
     """(launches, slot types, output slots, per-kernel costs) of `fused` in launch order.
     kernels: {id(fusion kernel): [(codegen kernel, record or None)]}; a None record (a plan
-    made without PTX, `plan_program_memory`) gives a launch with no PTX or configuration."""
+    made without PTX, `plan_program_memory`) gives a launch with no PTX or configuration.
+    target: the CUDA target control-flow Regions are compiled for (None: a plan, whose
+    control-flow launches hold no DeviceLoop)."""
     slots = {id(v): i for i, v in enumerate(program.inputs)}
     types = {id(v): v.type for v in program.inputs}
 
@@ -269,6 +300,20 @@ def _launch_list(program: Program, fused, kernels: dict) -> tuple:
 
     launches, per_kernel = [], []
     for k in fused.kernels:
+        if k.kind in _CONTROL_FLOW and not _empty(k):
+            # All of the equation's results: those the program does not read get slots too.
+            e, loop = _device_loop(k, target) if target is not None else (k.program.eqns[0],
+                                                                           None)
+            launches.append(GPULaunch(k.name, [slot(v) for v in e.inputs],
+                                      [slot(v) for v in e.outputs],
+                                      [v.type for v in e.outputs], loop=loop,
+                                      info={"kind": k.kind}))
+            per_kernel.append({"kernel": k.name, "kind": k.kind,
+                               "flops": e.prim.cost([v.type for v in e.inputs],
+                                                    [v.type for v in e.outputs],
+                                                    **e.params).flops,
+                               "bytes": sum(v.type.nbytes for v in [*e.inputs, *e.outputs])})
+            continue
         if k.kind.startswith("host:") or _empty(k):
             if k.inputs and not _empty(k):
                 raise NotImplementedError(

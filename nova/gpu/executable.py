@@ -129,6 +129,7 @@ class GPULaunch:
     kernel: object = None
     host_value: list | None = None
     info: dict = field(default_factory=dict)  # registers, shared bytes (from ptxas), kind
+    loop: object = None  # a control-flow equation's DeviceLoop (nova/gpu/loops.py)
 
 
 class CUDAExecutable:
@@ -147,7 +148,12 @@ class CUDAExecutable:
         self.target = target
         self.use_graph = use_graph
         self.output_types = [slot_types[s] for s in output_slots]  # results' types
-        self._kernel_written = {s for l in launches if l.ptx is not None for s in l.outputs}
+        self._kernel_written = {s for l in launches if l.ptx is not None or l.loop is not None
+                                for s in l.outputs}
+        # A while or a cond reads device values on the host mid-run: no CUDA graph then.
+        self.needs_host = any(l.loop is not None and l.loop.needs_host for l in launches)
+        if self.needs_host:
+            self.use_graph = False
         self.direct = False  # prepared for call_direct (set by its first call)
         self.calls = 0
         self._ready = False
@@ -214,6 +220,10 @@ class CUDAExecutable:
                 self.addr[s] = self.addr[root]
         self.functions = []
         for launch in self.launches:
+            if launch.loop is not None:
+                launch.loop.prepare(ordinal)
+                self.functions.append(launch.loop)
+                continue
             if launch.host_value is not None:
                 for s, value in zip(launch.outputs, launch.host_value, strict=True):
                     copy_host_to_device(self.addr[s], np.ascontiguousarray(value), self.stream)
@@ -232,6 +242,10 @@ class CUDAExecutable:
         addr = addr or self.addr
         for launch, fn in zip(self.launches, self.functions, strict=True):
             if fn is None:
+                continue
+            if launch.loop is not None:
+                fn.queue([addr[s] for s in launch.inputs], [addr[s] for s in launch.outputs],
+                         stream)
                 continue
             ptrs = [addr[s] for s in launch.inputs] + [addr[s] for s in launch.outputs]
             fn.launch(launch.config, ptrs, stream)
@@ -400,10 +414,7 @@ class CUDAExecutable:
                 if s in self._kernel_written and s not in fresh:
                     fresh[s] = DeviceBuffer(self.slot_types[s].nbytes, self.ordinal)
                     addr[s] = fresh[s].ptr
-            for launch, fn in zip(self.launches, self.functions, strict=True):
-                if fn is not None:
-                    ptrs = [addr[s] for s in launch.inputs] + [addr[s] for s in launch.outputs]
-                    fn.launch(launch.config, ptrs, self.stream)
+            self._launch_all(self.stream, addr)
             if self.calls == 0:
                 self.stream.synchronize()  # a failing kernel is reported at its first run
             self.calls += 1

@@ -31,7 +31,7 @@ def main() -> int:
     import numpy as np
 
     import nova
-    from bench.gpu_cases import all_cases, compile_case
+    from bench.gpu_cases import all_cases, compile_case, gpu_launches
     from nova.compiler import backend_cuda
     from nova.compiler.codegen.cuda.compile import ptxas_available, ptxas_info
 
@@ -53,7 +53,7 @@ def main() -> int:
             print(f"FAIL {case.name} ({arch}): {type(e).__name__}: {e}")
             failures += 1
             continue
-        launches = [l for l in compiled._exe.launches if l.ptx is not None]
+        launches = gpu_launches(compiled._exe)
         info = []
         for l in launches:
             entry = {"entry": l.entry, "grid": list(l.config.grid), "block": list(l.config.block)}

@@ -158,7 +158,7 @@ def _device_arrays():
 
 def _run_check(case, tgt: str | None = None):
     import nova
-    from bench.gpu_cases import compile_case, precision, random_args
+    from bench.gpu_cases import compile_case, gpu_launches, precision, random_args
     from nova.core.interpreter import run_program
 
     compiled = compile_case(case, tgt or target())
@@ -169,7 +169,7 @@ def _run_check(case, tgt: str | None = None):
         with precision(case):
             got = nova.tree_util.tree_leaves(compiled(*args))
         errs.append(max((rel_err(g, w) for g, w in zip(got, want, strict=True)), default=0.0))
-    kernels = [l.entry for l in compiled._exe.launches if l.ptx is not None]
+    kernels = [l.entry for l in gpu_launches(compiled._exe)]
     return {"rel_err": errs, "kernels": kernels, "ok": max(errs) <= case.tol, "tol": case.tol}
 
 

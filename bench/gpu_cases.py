@@ -99,6 +99,28 @@ def attention_grad(loss):
     return nova.value_and_grad(loss, argnums=(0, 1, 2))
 
 
+def _rnn_loss(w, u, h, xs):
+    """BPTT through lax.scan: the forward scan stacks residuals, the backward scan reads them
+    (both run by nova/gpu/loops.py on the GPU, captured into the CUDA graph)."""
+    from nova import lax
+
+    def step(h, x):
+        h = jnp.tanh(h @ w + x @ u)
+        return h, jnp.sum(h)
+
+    hl, ys = lax.scan(step, h, xs)
+    return jnp.sum(hl * hl) + jnp.sum(ys)
+
+
+def _while_and_switch(limit, i, v):
+    """A while_loop (its predicate read on the host each trip) and a switch (its index)."""
+    from nova import lax
+
+    n, v = lax.while_loop(lambda c: c[0] < limit, lambda c: (c[0] + 1, jnp.sin(c[1]) + 0.5),
+                          (jnp.asarray(0, jnp.int32), v))
+    return n, lax.switch(i, [lambda x: x * 2.0, jnp.cos, jnp.tanh], v)
+
+
 def _gpt2_tiny_case() -> Case:
     """One SGD training step of nova.nn's tiny GPT-2 (2 layers, 4 heads, 128 channels, 64
     positions, vocabulary 256, batch 8): loss, gradients and the updated parameters. The
@@ -202,6 +224,11 @@ CHECKS = [
          (S((256, 1024), f32), S((1024,), f32), S((1024, 512), f32), S((512,), f32),
           S((256,), f32), S((512, 256), f32), S((512,), np.int32)), "tf32", tol=5e-3,
          ints=((6, 512),)),
+    Case("scan_rnn_value_and_grad", nova.value_and_grad(_rnn_loss, argnums=(0, 1, 2)),
+         (S((64, 64), f32), S((32, 64), f32), S((16, 64), f32), S((12, 16, 32), f32)),
+         tol=1e-4),
+    Case("while_loop_and_switch", _while_and_switch,
+         (S((), np.int32), S((), np.int32), S((1000,), f32)), ints=((0, 6), (1, 3))),
 ]
 
 
@@ -354,6 +381,19 @@ def compile_case(case: Case, target: str):
     with precision(case):
         jitted = nova.jit(case.fn, donate_argnums=case.donate)
         return jitted.lower(*case.specs, target=target).compile()
+
+
+def gpu_launches(exe) -> list:
+    """The launches with PTX of a CUDA executable, those of its control-flow Regions included
+    (nova/gpu/loops.py), in launch order."""
+    out = []
+    for launch in exe.launches:
+        if launch.ptx is not None:
+            out.append(launch)
+        if launch.loop is not None:
+            for region in launch.loop.regions.values():
+                out += gpu_launches(region)
+    return out
 
 
 def random_args(case: Case, seed: int = 0) -> list:

@@ -121,3 +121,24 @@ def test_eager_and_jitted_loops_on_gpu_arrays_stay_on_the_gpu(fake):
         leaves = nova.tree_util.tree_leaves(got)
         assert all(type(x) is nova.runtime.devices.GPUArray for x in leaves)
         _close(got, want)
+
+
+@pytest.mark.parametrize("name", ["scan_rnn_value_and_grad", "while_loop_and_switch"])
+def test_the_device_checks_control_flow_cases(fake, name):
+    """bench/gpu_cases.py's control-flow checks, as device_check.py runs them (three calls
+    against the reference interpreter), here on the fake driver."""
+    from bench.gpu_cases import CHECKS, compile_case, gpu_launches, random_args
+    from nova.core.interpreter import run_program
+
+    (case,) = [c for c in CHECKS if c.name == name]
+    compiled = compile_case(case, "cuda:sm_90")
+    assert any(l.loop is not None for l in compiled._exe.launches)
+    assert len(gpu_launches(compiled._exe)) > len([l for l in compiled._exe.launches
+                                                   if l.ptx is not None])
+    args = random_args(case)
+    want = run_program(nova.make_program(case.fn)(*case.specs), args)
+    for _ in range(3):
+        got = nova.tree_util.tree_leaves(compiled(*args))
+        for g, w in zip(got, want, strict=True):
+            scale = max(float(np.max(np.abs(w))), 1e-30) if np.size(w) else 1.0
+            assert float(np.max(np.abs(np.asarray(g) - w), initial=0.0)) <= case.tol * scale

@@ -415,6 +415,34 @@ def test_gradient_program_runs_the_forward_loop_once_and_only_needed_outputs():
     _close(g, _fd_grad(loss_np, w), 1e-7)
 
 
+def test_dce_prunes_unused_while_carries_and_cond_results():
+    # Carry b feeds only the unused result b and c's matmul only c: both go; i (the predicate's)
+    # and a stay. The cond's unused second result goes, and with it the operand only it read.
+    def f(n, v):
+        i, a, b, c = lax.while_loop(
+            lambda c: c[0] < n,
+            lambda c: (c[0] + 1, c[1] * 2.0, jnp.sin(c[2]) + c[1], c[3] @ c[3]),
+            (jnp.asarray(0, jnp.int32), v, v, jnp.eye(4)))
+        return i, a
+
+    def g(i, x, y):
+        a, _ = lax.cond(i > 0, lambda x, y: (x * 2, y @ y), lambda x, y: (x + 1, y), x, y)
+        return a
+
+    n, v = np.int32(3), np.arange(3.0)
+    (w,) = [e for e in nova.jit(f).lower(n, v).program.eqns if e.prim.name == "while"]
+    assert len(w.outputs) == 2 and len(w.inputs) == 3  # n, and the carries i and a
+    assert "dot_general" not in w.params["body"].text
+    i, a = nova.jit(f)(n, v)
+    assert int(i) == 3
+    _close(a, v * 8)
+    x, y = np.arange(3.0), np.eye(5)
+    (c,) = [e for e in nova.jit(g).lower(1, x, y).program.eqns if e.prim.name == "cond"]
+    assert len(c.outputs) == 1 and len(c.inputs) == 2  # the index and x
+    _close(nova.jit(g)(1, x, y), x * 2)
+    _close(nova.jit(g)(0, x, y), x + 1)
+
+
 def test_differentiating_through_a_loop_with_a_custom_rule_is_refused():
     @nova.custom_vjp
     def clip_grad(x):

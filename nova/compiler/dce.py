@@ -1,6 +1,8 @@
 """Dead-code elimination: drop equations none of whose outputs reach a program output, and
-shrink a kept `scan` to what is used (its unused ys, the carries nothing used depends on, and
-the operands its body no longer reads), recursively inside its body."""
+shrink kept control flow to what is used, recursively inside its Regions: a `scan` loses its
+unused ys, the carries nothing used depends on and the operands its body no longer reads; a
+`while` the carries neither a used result nor the predicate depends on (and the constants only
+those read); a `cond` its unused results and the operands no branch reads any more."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ def dce(program: Program) -> Program:
     for e in reversed(program.eqns):
         # Every primitive is pure (random bits are counter-based), so unused means removable.
         if any(id(o) in live for o in e.outputs):
-            if e.prim.name == "scan":
-                e = _shrink_scan(e, live)
+            shrink = _SHRINK.get(e.prim.name)
+            if shrink is not None:
+                e = shrink(e, live)
             kept.append(e)
             live.update(id(v) for v in e.inputs)
     kept.reverse()
@@ -57,5 +60,62 @@ def _shrink_scan(e: Eqn, live: set) -> Eqn:
               + [ops[nc + nh + k] for k in xs])
     outputs = [e.outputs[k] for k in hs] + [e.outputs[nh + k] for k in keep_y]
     params = {k: v for k, v in p.items() if k != "primal_body"}
-    params.update(body=Region(new_body), n_consts=len(cs), n_carry=len(hs))
+    params.update(body=Region(new_body, p["body"].dropped_rules), n_consts=len(cs),
+                  n_carry=len(hs))
     return Eqn(e.prim, inputs, params, outputs, e.source, e.stage)
+
+
+def _shrink_while(e: Eqn, live: set) -> Eqn:
+    """The while `e` carrying only what its outputs in `live` and its predicate need."""
+    p = e.params
+    cond, body = p["cond"].program, p["body"].program
+    ncc, nbc = p["n_cond_consts"], p["n_body_consts"]
+    nh = len(e.outputs)
+    cc_in, ch_in = cond.inputs[:ncc], cond.inputs[ncc:]
+    bc_in, bh_in = body.inputs[:nbc], body.inputs[nbc:]
+    creads = _reads(cond, cond.outputs)
+    keep = {k for k in range(nh) if id(e.outputs[k]) in live or id(ch_in[k]) in creads}
+    while True:  # a carry is kept while a kept carry's next value depends on it
+        reads = _reads(body, [body.outputs[k] for k in sorted(keep)])
+        more = {k for k in range(nh) if id(bh_in[k]) in reads} - keep
+        if not more:
+            break
+        keep |= more
+    hs = sorted(keep)
+    ccs = [k for k in range(ncc) if id(cc_in[k]) in creads]
+    bcs = [k for k in range(nbc) if id(bc_in[k]) in reads]
+    if len(hs) == nh and len(ccs) == ncc and len(bcs) == nbc:
+        return e
+    new_cond = dce(Program([cc_in[k] for k in ccs] + [ch_in[k] for k in hs], cond.eqns,
+                           cond.outputs))
+    new_body = dce(Program([bc_in[k] for k in bcs] + [bh_in[k] for k in hs], body.eqns,
+                           [body.outputs[k] for k in hs]))
+    ops = e.inputs
+    inputs = ([ops[k] for k in ccs] + [ops[ncc + k] for k in bcs]
+              + [ops[ncc + nbc + k] for k in hs])
+    params = dict(p, cond=Region(new_cond, p["cond"].dropped_rules),
+                  body=Region(new_body, p["body"].dropped_rules), n_cond_consts=len(ccs),
+                  n_body_consts=len(bcs))
+    return Eqn(e.prim, inputs, params, [e.outputs[k] for k in hs], e.source, e.stage)
+
+
+def _shrink_cond(e: Eqn, live: set) -> Eqn:
+    """The cond `e` computing only its outputs in `live`, reading only the operands some
+    branch still needs."""
+    branches = [r.program for r in e.params["branches"]]
+    outs = [k for k in range(len(e.outputs)) if id(e.outputs[k]) in live]
+    n_ops = len(e.inputs) - 1
+    reads = [_reads(b, [b.outputs[k] for k in outs]) for b in branches]
+    ops = [k for k in range(n_ops) if any(id(b.inputs[k]) in r for b, r in
+                                          zip(branches, reads, strict=True))]
+    if len(outs) == len(e.outputs) and len(ops) == n_ops:
+        return e
+    new = tuple(Region(dce(Program([b.inputs[k] for k in ops], b.eqns,
+                                   [b.outputs[k] for k in outs])), r.dropped_rules)
+                for b, r in zip(branches, e.params["branches"], strict=True))
+    params = dict(e.params, branches=new)
+    return Eqn(e.prim, [e.inputs[0]] + [e.inputs[1 + k] for k in ops], params,
+               [e.outputs[k] for k in outs], e.source, e.stage)
+
+
+_SHRINK = {"scan": _shrink_scan, "while": _shrink_while, "cond": _shrink_cond}

@@ -8,18 +8,22 @@ become operands of the equation (closure conversion: core/trace.py `Trace.captur
 Region reads only its own inputs. Running the equation runs its Regions: with the "compiled"
 backend each Region goes through the pass pipeline and the CPU backend once (cached by its
 structural hash), else the reference interpreter runs it. Inside `jit` the equation is a host
-step of the executable between generated kernels (a `host:` kernel, compiler/fuse.py): the host
-drives the loop and each iteration calls the body's own compiled executable, as XLA's CPU
-backend runs a while loop's body as a computation of its own.
+step of the executable between generated kernels (a `host:` kernel, compiler/fuse.py): a scan or
+while whose body compiled to generated kernels only runs as one native loop (the launcher's
+`nova_scan` / `nova_while`, CPUExecutable.run_scan / run_while: no Python per iteration), any
+other iterates from Python, calling the body's executable, as XLA's CPU backend runs a while
+loop's body as a computation of its own. On CUDA targets nova/gpu/loops.py runs them.
 
 Transforms, all expressed as the same primitives on transformed Regions:
 - jvp: the equation again, each Region replaced by its jvp (tangents carried along).
-- vjp: `cond` (a cond of the branches' VJPs) and `scan`. scan's VJP reruns the forward scan
-  to stack the carry entering each step, then a reverse scan applies each step's VJP,
-  recomputing that step's forward from its saved carry (per-step rematerialization: what is
-  saved is the carries, not every intermediate). `while_loop` has no reverse mode, as in JAX
+- vjp: `cond` (a cond of the branches' VJPs) and `scan`. scan's VJP traces one step's forward
+  and backward together and splits them by partial evaluation (_partial_eval, as JAX's): the
+  forward scan stacks the values the backward reads (loop-invariant ones are recomputed there
+  instead), a reverse scan reads them. `while_loop` has no reverse mode, as in JAX
   (its trip count is known only when it runs): `fori_loop` with Python int bounds is a scan
   and is reverse-differentiable.
+- custom_vjp / custom_jvp functions called inside keep their rules: a Region keeps the
+  rules' markers beside its compiled Program (Region.replay), and transforms replay that.
 - vmap: Regions batched by the primitives' batching rules (nova/batching.py). A mapped `while`
   predicate runs the loop until every example is done, freezing the finished ones (select); a
   mapped `cond` index evaluates every branch and selects per example, as jax.vmap does.
@@ -77,31 +81,43 @@ def trace_region(fun: Callable, in_types: Sequence[TensorType]):
             program = t.to_program(outs)
     finally:
         end_trace(t)
-    # Read by _dropped: a Program keeps no custom_vjp/custom_jvp markers (Trace.to_program).
+    # Read by _region: a Program keeps no custom_vjp/custom_jvp markers (Trace.to_program);
+    # the same Program with them kept is what transforms replay (Region.replay).
     program.custom_rules_dropped = t.custom_calls > 0
+    program.custom_replay = t.to_program(outs, keep_custom_rules=True) if t.custom_calls \
+        else None
     return program, [outer for outer, _ in t.captures], tree
 
 
-def _dropped(program: Program) -> bool:
-    return getattr(program, "custom_rules_dropped", False)
+def _region(program: Program, inputs: Sequence | None = None) -> Region:
+    """The Region of a program traced by trace_region, with its inputs in the order `inputs`
+    (default: as traced), keeping its custom rules' markers for transforms (Region.replay)."""
+    inputs = list(program.inputs if inputs is None else inputs)
+    replay = getattr(program, "custom_replay", None)
+    if replay is not None:
+        replay = Program(inputs, replay.eqns, replay.outputs)
+    return Region(Program(inputs, program.eqns, program.outputs),
+                  dropped_rules=getattr(program, "custom_rules_dropped", False), replay=replay)
 
 
 def _check_rules(what: str, *regions: Region) -> None:
-    """Differentiating a loop or branch whose function called a custom_vjp / custom_jvp
-    function would use the primitives' derivatives instead of its rule: refused."""
-    if any(r.dropped_rules for r in regions):
+    """Differentiating a Region whose function called a custom_vjp / custom_jvp function and
+    whose markers are gone (a Region a transform of such a Region built: second-order
+    derivatives through the loop) would use the primitives' derivatives instead of the rule:
+    refused."""
+    if any(r.dropped_rules and r.replay is None for r in regions):
         raise NotImplementedError(
-            f"differentiating through lax.{what} whose function calls a custom_vjp or "
-            "custom_jvp function is not supported yet: the loop body keeps no custom rules, so "
-            "the derivative would silently differ from the rule's. Differentiate inside the "
-            f"body instead, or call the function outside the loop{_where()}")
+            f"differentiating twice through lax.{what} whose function calls a custom_vjp or "
+            "custom_jvp function is not supported yet: the derivative's loop keeps no custom "
+            "rules, so the second derivative would silently differ from the rule's. "
+            f"Differentiate inside the body instead, or call the function outside the "
+            f"loop{_where()}")
 
 
 def _consts_first(program: Program, n_declared: int) -> Region:
     """The Region of a traced program with its captured inputs moved before the declared."""
     ins = program.inputs
-    return Region(Program(ins[n_declared:] + ins[:n_declared], program.eqns, program.outputs),
-                  dropped_rules=_dropped(program))
+    return _region(program, ins[n_declared:] + ins[:n_declared])
 
 
 def _closed(fun: Callable, in_types) -> Region:
@@ -109,12 +125,14 @@ def _closed(fun: Callable, in_types) -> Region:
     program, consts, _ = trace_region(fun, in_types)
     if consts:  # a rule built here only reads its arguments
         raise AssertionError("a control-flow rule's function read a value of an outer trace")
-    return Region(program)
+    return _region(program)
 
 
 def inline(region: Region, args: Sequence) -> list:
-    """Binds the Region's equations on `args` in the current context (a trace, or eagerly)."""
-    program = region.program
+    """Binds the Region's equations on `args` in the current context (a trace, or eagerly);
+    with its custom rules' markers (Region.replay) when it has them, so that a transform
+    tracing this meets the rules."""
+    program = region.replay or region.program
     env = {id(v): a for v, a in zip(program.inputs, args, strict=True)}
     for e in program.eqns:
         with attributed_to(e.source):
@@ -228,7 +246,7 @@ def _batch_region(region: Region, flags: Sequence[bool], size: int, force=None):
     """The Region on inputs mapped along a new first axis where `flags`, by the primitives'
     batching rules. Returns (region, out_flags); `force[k]` True maps output k even when it
     does not depend on a mapped input (broadcast)."""
-    program = region.program
+    program = region.replay or region.program  # (custom rules' markers batch by their rule)
     types = [TensorType((size, *v.type.shape), v.type.dtype) if f else v.type
              for v, f in zip(program.inputs, flags, strict=True)]
     out_flags: list = []
@@ -364,8 +382,12 @@ def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry, primal_
                 + list(dx))
 
     joint_t = (in_t + [h_t[i] for i in fh] + [c_t[i] for i in fc] + [y_t[j] for j in fy])
-    fwd, bwd, saved = _partial_eval(_closed(joint, joint_t).program, n_consts, n_carry, n_x,
+    joint_r = _closed(joint, joint_t)
+    fwd, bwd, saved = _partial_eval(joint_r.program, n_consts, n_carry, n_x,
                                     len(program.outputs), len(fh) + len(fc))
+    # A body with custom rules: its forward and backward hold what the rules computed, with
+    # no markers left (differentiating them again is refused by _check_rules).
+    fwd.dropped_rules = bwd.dropped_rules = joint_r.dropped_rules
     # Forward: the body again, also stacking the values the backward reads (its residuals).
     # `primal_body` lets the compiler merge it with the forward scan it repeats (merge_scans).
     res = scan_p.bind(*args, body=fwd, length=length, reverse=reverse, n_consts=n_consts,
@@ -883,8 +905,7 @@ def switch(index, branches: Sequence[Callable], *operands):
         ins = list(program.inputs[:n])
         for j, (other, oc, _) in enumerate(traced):
             ins += list(program.inputs[n:]) if j == k else [Var(_aval(c)) for c in oc]
-        regions.append(Region(Program(ins, program.eqns, program.outputs),
-                              dropped_rules=_dropped(program)))
+        regions.append(_region(program, ins))
     outs = cond_p.bind(index, *leaves, *all_consts, branches=tuple(regions))
     return tree_unflatten(t0[2], list(outs))
 

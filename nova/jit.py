@@ -231,6 +231,17 @@ def _uses_cpu_compiler() -> bool:
     return _backend_compile is Executable and config.read("backend") == "compiled"
 
 
+def _holds_custom_rules(e) -> bool:
+    """Whether equation e holds a control-flow Region whose function called custom_vjp /
+    custom_jvp functions: the passes rebuild such Regions without the rules' markers, so a
+    transform must replay the traced Program (core/ir.py Region.replay)."""
+    for v in e.params.values():
+        for r in v if isinstance(v, tuple) else (v,):
+            if getattr(r, "dropped_rules", False):
+                return True
+    return False
+
+
 def _compile_for_backend(program: Program, donated=()):
     """The Executable for the configured backend ("compiled": MLIR-generated native kernels)."""
     if _uses_cpu_compiler():
@@ -808,14 +819,16 @@ class JitFunction:
         outer compile optimizes it whole (JAX likewise inlines the jaxpr). Inside a concrete
         trace (eager grad, vjp, jvp) the optimized Program, whose fused operations (flash
         attention) evaluate ~25x faster op by op than their decomposition, unless the traced
-        Program holds a stop_gradient: the passes drop it, and the outer transform must see
-        it (then the traced Program)."""
+        Program holds a stop_gradient (the passes drop it, and the outer transform must see
+        it) or a loop whose function has custom rules (the passes rebuild its Region without
+        their markers): then the traced Program."""
         traced = self._traced_for(sig, args, kwargs)
         p = traced.program
         if traced.replay is not None:  # custom_vjp rules the outer transform must meet
             p = traced.replay
         elif (trace.concrete and traced.cacheable
-              and not any(e.prim.name == "stop_gradient" for e in p.eqns)):
+              and not any(e.prim.name == "stop_gradient" or _holds_custom_rules(e)
+                          for e in p.eqns)):
             # (counted once above: compiling a program traced there is no second miss)
             compiled = self._cache.get(sig.key()) or self._compiled_for(sig, args, kwargs)
             p = compiled.program

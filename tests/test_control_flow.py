@@ -443,23 +443,60 @@ def test_dce_prunes_unused_while_carries_and_cond_results():
     _close(nova.jit(g)(0, x, y), x + 1)
 
 
-def test_differentiating_through_a_loop_with_a_custom_rule_is_refused():
+def _clip_grad():
     @nova.custom_vjp
     def clip_grad(x):
         return x
 
     clip_grad.defvjp(lambda x: (x, None), lambda _, ct: (jnp.clip(ct, -0.1, 0.1),))
+    return clip_grad
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_gradients_through_loops_meet_custom_rules_inside(jit):
+    clip_grad = _clip_grad()
+
+    @nova.custom_jvp
+    def soft(x):
+        return jnp.sin(x)
+
+    soft.defjvp(lambda p, t: (jnp.sin(p[0]), 10.0 * t[0]))  # a deliberately different rule
 
     def f(x):
         return lax.scan(lambda c, _: (clip_grad(c) * 2.0, None), x, None, length=3)[0]
 
-    _close(f(np.float64(1.5)), 12.0)  # the forward runs
-    with pytest.raises(NotImplementedError, match="lax.scan whose function calls a custom_vjp"):
-        nova.grad(f)(np.float64(1.5))
+    def g(x):
+        return lax.cond(x > 0, lambda v: soft(v) * 3.0, lambda v: v, x)
+
+    def h(x):
+        return lax.fori_loop(0, 2, lambda i, c: soft(c), x)
+
+    t = nova.jit if jit else (lambda fn: fn)
+    _close(f(np.float64(1.5)), 12.0)
+    # each step's rule clips its incoming cotangent (2 x the next step's) to 0.1
+    _close(t(nova.grad(f))(np.float64(1.5)), 0.1)
+    _close(t(nova.grad(g))(np.float64(0.5)), 30.0)
+    _close(t(nova.grad(g))(np.float64(-0.5)), 1.0)
+    _close(t(nova.grad(h))(np.float64(0.3)), 100.0)
+    _, tangent = nova.jvp(h, (np.float64(0.3),), (np.float64(1.0),))
+    _close(tangent, 100.0)
+    # under vmap too (the rule's batched form)
+    _close(t(nova.vmap(nova.grad(f)))(np.array([1.5, -2.0])), [0.1, 0.1])
     # a gradient taken inside the body meets the rule as usual
-    g = lax.scan(lambda c, _: (c + nova.grad(lambda y: clip_grad(y) * 5.0)(c), None),
-                 np.float64(0.0), None, length=2)[0]
-    _close(g, 0.2)
+    gi = lax.scan(lambda c, _: (c + nova.grad(lambda y: clip_grad(y) * 5.0)(c), None),
+                  np.float64(0.0), None, length=2)[0]
+    _close(gi, 0.2)
+
+
+def test_second_derivatives_through_a_loop_with_a_custom_rule_are_refused():
+    clip_grad = _clip_grad()
+
+    def f(x):
+        return lax.scan(lambda c, _: (clip_grad(c) ** 2, None), x, None, length=2)[0]
+
+    nova.grad(f)(np.float64(0.5))  # first order: the rule
+    with pytest.raises(NotImplementedError, match="differentiating twice through lax.scan"):
+        nova.grad(nova.grad(f))(np.float64(0.5))
 
 
 @pytest.mark.parametrize("make", ["cond", "while", "scan0"])

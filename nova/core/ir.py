@@ -169,14 +169,19 @@ class Region:
     canonical text (the structural hash), so equations holding equal regions are equal (cse,
     the eager cache); printed as a string attribute holding that text, which parses back."""
 
-    __slots__ = ("_text", "dropped_rules", "program")
+    __slots__ = ("_text", "dropped_rules", "program", "replay")
 
-    def __init__(self, program: Program, dropped_rules: bool = False):
+    def __init__(self, program: Program, dropped_rules: bool = False,
+                 replay: Program | None = None):
         self.program = program
         self._text = None
         # True when the function traced into it called custom_vjp/custom_jvp functions, whose
-        # rules a Program does not keep (control_flow.py refuses to differentiate it then).
+        # rules `program` does not keep. `replay`, when given, is the same Program with the
+        # rules' markers kept (the inputs are the same Vars), which transforms replay so that
+        # they meet the rules; without it control_flow.py refuses to differentiate the Region.
+        # Neither is part of the Region's text, hash or equality (the compiled program).
         self.dropped_rules = dropped_rules
+        self.replay = replay
 
     @property
     def text(self) -> str:

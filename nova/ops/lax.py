@@ -4,6 +4,21 @@ from nova.ops.contraction import dot_general  # noqa: F401
 from nova.ops.elementwise import *
 from nova.ops.elementwise import abs, max, min, pow, round  # noqa: F401
 from nova.ops.elementwise import stop_gradient_p as _stop_gradient_p
+from nova.ops.dynamic import (  # noqa: F401
+    clamp,
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+    expand_dims,
+    index_in_dim,
+    integer_pow,
+    slice_in_dim,
+    squeeze,
+    top_k,
+)
 from nova.ops.indexing import clamp_indices, gather, in_bounds, scatter, scatter_add  # noqa: F401
 from nova.ops.random_bits import threefry2x32  # noqa: F401
 from nova.ops.reduction import (  # noqa: F401

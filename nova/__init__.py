@@ -29,11 +29,19 @@ from nova.batching import vmap
 from nova import control_flow as _control_flow  # noqa: F401  (registers cond, while, scan)
 from nova.custom_derivatives import custom_jvp, custom_vjp
 from nova.grad import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
-from nova.jit import ShapeDtypeStruct, jit, make_program
+from nova.jit import ShapeDtypeStruct, eval_shape, jit, make_program
 from nova.ops import lax
-from nova.runtime.devices import Device, default_device, device_put, devices
+from nova.runtime.devices import (
+    Device,
+    block_until_ready,
+    default_device,
+    device_get,
+    device_put,
+    devices,
+)
 
 _sys.modules["nova.numpy"] = numpy
+_sys.modules["nova.numpy.linalg"] = numpy.linalg
 _sys.modules["nova.lax"] = lax
 
 __version__ = "0.1.0"
@@ -52,12 +60,15 @@ __all__ = [
     "TensorType",
     "TracerBoolConversionError",
     "UnexpectedTracerError",
+    "block_until_ready",
     "config",
     "custom_jvp",
     "custom_vjp",
     "default_device",
+    "device_get",
     "device_put",
     "devices",
+    "eval_shape",
     "grad",
     "hessian",
     "jacfwd",

@@ -231,6 +231,19 @@ def _uses_cpu_compiler() -> bool:
     return _backend_compile is Executable and config.read("backend") == "compiled"
 
 
+def eval_shape(fun: Callable, *args, **kwargs):
+    """The shapes and dtypes `fun(*args, **kwargs)` would return, as a pytree of
+    ShapeDtypeStruct (jax.eval_shape), found by tracing fun abstractly: nothing is computed
+    or compiled. Arguments are arrays, ShapeDtypeStructs (or anything with .shape and .dtype)
+    or Python scalars (weakly typed), in pytrees; all of them are traced, as under jit. Raises
+    what tracing fun raises (ShapeError, TypeError, ConcretizationTypeError for Python
+    control flow on a traced value)."""
+    traced = jit(fun).trace(*args, **kwargs)
+    structs = [ShapeDtypeStruct(tuple(v.type.shape), v.type.dtype)
+               for v in traced.program.outputs]
+    return tree_unflatten(traced.out_tree, structs)
+
+
 def _holds_custom_rules(e) -> bool:
     """Whether equation e holds a control-flow Region whose function called custom_vjp /
     custom_jvp functions: the passes rebuild such Regions without the rules' markers, so a

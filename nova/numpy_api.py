@@ -23,7 +23,8 @@ from nova.numpy_impl.ufuncs import abs, round  # noqa: F401,A004
 from nova.numpy_impl.util import asarray  # noqa: F401
 
 # The optional families (filled in by their own modules when present).
-for _mod in ("indexing", "joining", "sorting", "scans", "contractions", "ranges", "misc"):
+for _mod in ("indexing", "joining", "sorting", "scans", "contractions", "ranges", "misc",
+             "extras"):
     try:
         _m = __import__(f"nova.numpy_impl.{_mod}", fromlist=["*"])
     except ModuleNotFoundError as _e:
@@ -81,6 +82,24 @@ float16 = _scalar_type("float16", _dtypes.float16)
 bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
 float32 = _scalar_type("float32", _dtypes.float32)
 float64 = _scalar_type("float64", _dtypes.float64)
+
+def _linalg_namespace():
+    """`nova.numpy.linalg`: numpy.linalg's norms and the array API's linear-algebra helpers
+    (nova/numpy_impl/norms.py), with matmul, outer, tensordot, trace, diagonal, cross from
+    nova.numpy. Decompositions (inv, solve, det, cholesky, qr, svd, eigh) are not available:
+    Nova generates its own kernels and has none for them yet."""
+    import types
+
+    from nova.numpy_impl import norms
+
+    ns = types.ModuleType("nova.numpy.linalg", _linalg_namespace.__doc__)
+    for name in ("norm", "vector_norm", "matrix_norm", "vecdot", "matrix_transpose"):
+        setattr(ns, name, getattr(norms, name))
+    for name in ("matmul", "outer", "tensordot", "trace", "diagonal", "cross"):
+        if name in globals():
+            setattr(ns, name, globals()[name])
+    return ns
+
 
 pi = _np.pi
 e = _np.e
@@ -201,3 +220,5 @@ def _setitem_error(self, idx, value):
 
 _attach_methods()
 del builtins
+
+linalg = _linalg_namespace()

@@ -273,3 +273,37 @@ def _array_devices(self) -> set:
 
 Array.device = property(_array_device)
 Array.devices = _array_devices
+
+
+def block_until_ready(x):
+    """Waits until every array of the pytree `x` is computed (jax.block_until_ready) and
+    returns x. Host arrays are always ready; GPU arrays wait for the work queued on their
+    stream. Leaves that are not arrays are left alone. Raises DeletedArrayError for a donated
+    or deleted array."""
+    from nova.core.pytree import tree_leaves
+
+    for leaf in tree_leaves(x):
+        wait = getattr(leaf, "block_until_ready", None)
+        if wait is not None and callable(wait) and not isinstance(leaf, type):
+            wait()
+    return x
+
+
+def device_get(x):
+    """The pytree `x` with every array copied to a host NumPy array (jax.device_get): nova
+    Arrays on any device (GPU arrays are copied back) and NumPy arrays; other leaves (Python
+    scalars, strings) are returned as they are. Raises DeletedArrayError for a donated or
+    deleted array."""
+    import numpy as np
+
+    from nova.core.array import Array
+    from nova.core.pytree import tree_map
+
+    def get(leaf):
+        if isinstance(leaf, Array):
+            return np.asarray(leaf)
+        if isinstance(leaf, np.ndarray):
+            return leaf.copy()
+        return leaf
+
+    return tree_map(get, x)

@@ -26,6 +26,7 @@ from nova.core.errors import (
 )
 from nova.core.ir import Program, TensorType, parse_program
 from nova.batching import vmap
+from nova.checkpoint import checkpoint, checkpoint_policies, remat
 from nova import control_flow as _control_flow  # noqa: F401  (registers cond, while, scan)
 from nova.custom_derivatives import custom_jvp, custom_vjp
 from nova.grad import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
@@ -61,6 +62,8 @@ __all__ = [
     "TracerBoolConversionError",
     "UnexpectedTracerError",
     "block_until_ready",
+    "checkpoint",
+    "checkpoint_policies",
     "config",
     "custom_jvp",
     "custom_vjp",
@@ -79,6 +82,7 @@ __all__ = [
     "make_program",
     "numpy",
     "parse_program",
+    "remat",
     "tree_util",
     "value_and_grad",
     "vjp",

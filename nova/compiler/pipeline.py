@@ -12,6 +12,7 @@ import threading
 import time
 
 from nova.compiler.attention import fuse_attention
+from nova.compiler.barriers import drop_barriers
 from nova.compiler.canonicalize import canonicalize, canonicalize_keeping_stop_gradient
 from nova.compiler.cse import cse
 from nova.compiler.dce import dce
@@ -37,6 +38,7 @@ PASSES = [
     ("attention", fuse_attention),
     ("canonicalize", canonicalize),
     ("dce", dce),
+    ("barriers", drop_barriers),  # after the last cse: what a barrier kept apart stays apart
     ("remat", rematerialize),  # last: a cse after it would merge its clones back
 ]
 

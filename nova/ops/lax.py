@@ -39,6 +39,7 @@ from nova.ops.structural import (  # noqa: F401
     copy,
     full,
     iota,
+    optimization_barrier,
     reshape,
     transpose,
 )

@@ -9,7 +9,15 @@ import numpy as np
 from nova.core import dtypes
 from nova.core.errors import ShapeError
 from nova.core.ir import TensorType
-from nova.core.primitive import Cost, Elementwise, FusionKind, IndexMap, Primitive, Template
+from nova.core.primitive import (
+    Cost,
+    Elementwise,
+    FusionKind,
+    IndexMap,
+    Primitive,
+    Template,
+    broadcast_batched,
+)
 from nova.ops import elementwise as ew
 
 
@@ -67,6 +75,42 @@ copy_p = Primitive(
     kernel=Elementwise(lambda b, x: x),
 )
 copy = copy_p.bind
+
+# --- optimization_barrier ---------------------------------------------------------------------
+
+# The identity that the passes do not see through: cse cannot merge an equation reading its
+# outputs with one reading its inputs, so a recomputation (nova.checkpoint's backward) stays a
+# recomputation. compiler/barriers.py removes it after the last cse, before fusion; the
+# interpreter and eager calls evaluate it as the identity.
+optimization_barrier_p = Primitive(
+    "optimization_barrier",
+    shape_rule=lambda *types: tuple(types),
+    impl=lambda *xs: tuple(xs),
+    vjp=lambda cts, *xs, out: tuple(c if dtypes.is_float(x.dtype) else None
+                                    for c, x in zip(cts, xs, strict=True)),
+    jvp=lambda tangents, *xs, out: tuple(tangents),
+    fusion=FusionKind.OPAQUE,
+    kernel=Template("optimization_barrier"),
+    cost=lambda ins, outs, **_: Cost(0, sum(t.nbytes for t in outs)),
+    multiple_results=True,
+    batch=lambda args, batched: optimization_barrier_p.bind(*broadcast_batched(args, batched)),
+)
+
+
+def optimization_barrier(operand):
+    """`operand` (an array or a pytree of arrays) unchanged, as jax.lax.optimization_barrier:
+    the compiler's passes do not see through it, so computations on its results are not
+    merged with the same computations on its inputs (common-subexpression elimination stops
+    there). Derivatives pass through it as through the identity."""
+    from nova.core.pytree import tree_flatten, tree_unflatten
+    from nova.numpy_impl.util import asarray
+
+    leaves, tree = tree_flatten(operand)
+    if not leaves:
+        return operand
+    outs = optimization_barrier_p.bind(*[asarray(x) for x in leaves])
+    return tree_unflatten(tree, list(outs))
+
 
 # --- iota ---------------------------------------------------------------------------------------
 

@@ -101,6 +101,10 @@ EXAMPLES = {
     ],
     "constant": [lambda rng: ([], {"value": rng.standard_normal((2, 3))})],
     "copy": [_u((3, 4))],
+    "optimization_barrier": [
+        _u((3, 4), (2,)),
+        lambda rng: ([rng.standard_normal(3), rng.integers(0, 5, (2,)).astype(np.int32)], {}),
+    ],
     "stop_gradient": [_u((3, 4))],
     "iota": [lambda rng: ([], {"dtype": np.dtype(np.int32), "shape": (3, 4), "dimension": 1})],
     "broadcast_in_dim": [

@@ -137,7 +137,20 @@ def iinfo(d):
 
 
 def issubdtype(arg1, arg2):
-    return _np.issubdtype(arg1, arg2)
+    """numpy.issubdtype, with bfloat16 a floating type (as jax.numpy's): NumPy does not know
+    ml_dtypes' bfloat16 as one."""
+    try:
+        d1 = _np.dtype(arg1)
+    except TypeError:
+        return _np.issubdtype(arg1, arg2)
+    if d1 == _dtypes.bfloat16:
+        try:
+            if _np.dtype(arg2) == _dtypes.bfloat16:
+                return True
+        except TypeError:
+            pass
+        return isinstance(arg2, type) and issubclass(_np.floating, arg2)
+    return _np.issubdtype(d1, arg2)
 
 
 floating = _np.floating

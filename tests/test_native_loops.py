@@ -162,3 +162,28 @@ def test_profiled_and_hosted_bodies_fall_back_to_python():
         wys.append(wc.sum())
     np.testing.assert_allclose(np.asarray(c), wc, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(ys), wys, rtol=1e-12)
+
+
+def test_loops_sharing_executables_in_swapped_roles_run_from_threads():
+    """(review) one Region executable is the body of one loop and the condition of another:
+    run_while takes the two locks in one order, else two threads deadlocked."""
+    import threading
+
+    x = lambda c: jnp.logical_not(c)  # noqa: E731
+    y = lambda c: c == jnp.asarray(True)  # noqa: E731
+    f1 = nova.jit(lambda c: lax.while_loop(x, y, c))
+    f2 = nova.jit(lambda c: lax.while_loop(y, x, c))
+    assert bool(f1(np.bool_(True))) and not bool(f2(np.bool_(True)))
+    done = []
+
+    def run(f):
+        for _ in range(300):
+            f(np.bool_(True))
+        done.append(f)
+
+    threads = [threading.Thread(target=run, args=(f,), daemon=True) for f in (f1, f2, f1, f2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(done) == 4

@@ -511,3 +511,23 @@ def test_gpt2_training_program_structure(gpt):
     assert prog.count("gather") == 1 and prog.count("scatter_add") == 1
     assert prog.count("reduce_max") == CFG.n_layer + 1
     assert prog.count("floor") == 1
+
+
+def test_gpt2_remat_same_loss_and_gradients_less_memory():
+    # GPT2Config.remat checkpoints every block: the same step, a smaller planned arena.
+    import dataclasses
+
+    cfg = nn.GPT2Config(vocab_size=64, block_size=64, n_layer=4, n_head=2, n_embd=128)
+    gpt = nn.GPT2.init(cfg, nova.random.key(1))
+    ck = dataclasses.replace(gpt, config=dataclasses.replace(cfg, remat=True))
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, cfg.vocab_size, (8, 64)).astype(np.int32)
+    tgt = rng.integers(0, cfg.vocab_size, (8, 64)).astype(np.int32)
+    step = lambda m: nova.value_and_grad(lambda m: m.loss(idx, tgt))(m)  # noqa: E731
+    (v0, g0), (v1, g1) = nova.jit(step)(gpt), nova.jit(step)(ck)
+    np.testing.assert_allclose(float(v1), float(v0), rtol=1e-6)
+    for a, b in zip(nova.tree_util.tree_leaves(g1), nova.tree_util.tree_leaves(g0), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=1e-6)
+    arena = [nova.jit(step).lower(m).compile().memory_analysis()["arena_bytes"]
+             for m in (gpt, ck)]
+    assert arena[1] < 0.8 * arena[0], arena  # measured 0.68 (the activations are ~half)

@@ -60,3 +60,13 @@ def test_lax_iota_takes_a_size_and_broadcasted_iota_a_shape():
     np.testing.assert_array_equal(np.asarray(b), [[0, 1, 2], [0, 1, 2]])
     with pytest.raises(ValueError, match="dimension 2 out of range"):
         lax.broadcasted_iota(jnp.int32, (2, 3), 2)
+
+
+def test_review_fixes_negative_iota_and_bfloat16_is_floating():
+    with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+        lax.iota(jnp.int32, -1)
+    assert jnp.issubdtype(jnp.bfloat16, jnp.floating)
+    assert jnp.issubdtype(jnp.ones(2, jnp.bfloat16).dtype, jnp.inexact)
+    assert not jnp.issubdtype(jnp.bfloat16, jnp.integer)
+    assert not jnp.issubdtype(jnp.bfloat16, np.float16)
+    assert jnp.issubdtype(jnp.int32, jnp.integer) and not jnp.issubdtype(jnp.int32, jnp.floating)

@@ -32,7 +32,8 @@ __all__ = ["GPT2", "GPT2Config"]
 @dataclasses.dataclass(frozen=True)
 class GPT2Config:
     """GPT-2's hyperparameters. vocab_size: tokens; block_size: the longest context (positions);
-    n_layer blocks of n_head heads over n_embd channels; dropout: rate used when training.
+    n_layer blocks of n_head heads over n_embd channels; dropout: rate used when training;
+    remat: checkpoint every block (nova.checkpoint: less memory, one more forward per step).
 
     Raises ValueError for non-positive sizes, n_embd not divisible by n_head, or a dropout rate
     outside [0, 1).
@@ -44,6 +45,9 @@ class GPT2Config:
     n_head: int = 12
     n_embd: int = 768
     dropout: float = 0.0
+    # Gradient checkpointing (nova.checkpoint) of every block: a training step keeps each
+    # block's input instead of its activations and recomputes them in the backward.
+    remat: bool = False
 
     def __post_init__(self):
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
@@ -152,7 +156,12 @@ class GPT2(Module):
         x = self.wte(idx) + self.wpe.weight[:t]
         x = Dropout(self.config.dropout)(x, key=keys[0], train=train)
         for block, k in zip(self.h, keys[1:], strict=True):
-            x = block(x, key=k, train=train)
+            if self.config.remat:
+                from nova.checkpoint import checkpoint
+
+                x = checkpoint(lambda b, x, k=k: b(x, key=k, train=train))(block, x)
+            else:
+                x = block(x, key=k, train=train)
         return self.ln_f(x)
 
     def loss(self, idx, targets, *, key=None, train: bool = False,

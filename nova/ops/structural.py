@@ -116,6 +116,8 @@ def optimization_barrier(operand):
 
 
 def _iota_rule(*, dtype, shape, dimension):
+    if any(d < 0 for d in shape):
+        raise ValueError(f"iota: negative dimensions are not allowed, got shape {shape}")
     if not 0 <= dimension < len(shape):
         raise ValueError(f"iota: dimension {dimension} out of range for shape {shape}")
     return TensorType(shape, dtype)

@@ -558,7 +558,11 @@ class CPUExecutable:
             return None
         from nova.runtime.launcher import loop_functions
 
-        with self._call_lock, cond._call_lock:
+        # Region executables are shared by structure, so one may be this loop's body and
+        # another loop's condition: the two locks are taken in one global order (by id), or
+        # two threads running such loops wait on each other forever (found by review).
+        first, second = sorted((self, cond), key=id)
+        with first._call_lock, second._call_lock:
             loop, cloop = self._loop_table(), cond._loop_table()
             if loop is None or cloop is None:
                 return None

@@ -4,6 +4,13 @@ from nova.ops.contraction import dot_general  # noqa: F401
 from nova.ops.elementwise import *
 from nova.ops.elementwise import abs, max, min, pow, round  # noqa: F401
 from nova.ops.elementwise import stop_gradient_p as _stop_gradient_p
+from nova.ops.convolution import (  # noqa: F401
+    conv,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    padtype_to_pads,
+    reduce_window,
+)
 from nova.ops.dynamic import (  # noqa: F401
     clamp,
     dynamic_index_in_dim,

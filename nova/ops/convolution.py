@@ -1,0 +1,264 @@
+"""Convolutions and window reductions, as jax.lax's, built on Nova's primitives.
+
+`conv_general_dilated` lowers to im2col and one contraction: the padded (and, for a transposed
+convolution, interior-padded) input is cut into one strided slice per kernel offset, the slices
+are stacked along a new contracting axis, and a dot_general with the kernel reshaped to
+(groups, out features per group, in features per group x kernel offsets) produces the output.
+So every convolution runs on Nova's generated GEMM kernels, CPU and GPU alike, and reverse
+mode, forward mode and vmap come from pad, slice, concatenate and dot_general's rules. The
+stacked patches take kernel-size times the input's memory (a 3x3 convolution: 9x).
+
+`reduce_window` with lax.add, lax.max, lax.min or lax.mul folds the same strided slices
+elementwise (pooling).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+from collections.abc import Sequence
+
+import numpy as np
+
+from nova.core import dtypes
+from nova.core.errors import ShapeError
+from nova.ops import elementwise as ew
+from nova.ops import slicing as sl
+from nova.ops import structural as st
+from nova.ops.contraction import dot_general
+
+
+def _array(x):
+    from nova.numpy_impl.util import asarray
+
+    return asarray(x)
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
+    """(lhs_spec, rhs_spec, out_spec): each a tuple of axis positions, (batch or out feature,
+    feature or in feature, spatial...), from None (NCHW... / OIHW... / NCHW...), a triple of
+    layout strings such as ("NHWC", "HWIO", "NHWC"), or such a triple of position tuples, as
+    jax.lax.conv_dimension_numbers. Raises ValueError for a malformed spec."""
+    nd = len(lhs_shape)
+    if len(rhs_shape) != nd:
+        raise ShapeError(f"conv: lhs of shape {tuple(lhs_shape)} and rhs of shape "
+                         f"{tuple(rhs_shape)} have different ranks")
+    if dimension_numbers is None:
+        iota = tuple(range(nd))
+        return iota, iota, iota
+    lhs, rhs, out = dimension_numbers
+    if all(isinstance(s, str) for s in (lhs, rhs, out)):
+        for name, s in (("lhs", lhs), ("rhs", rhs), ("out", out)):
+            if len(s) != nd or len(set(s)) != nd:
+                raise ValueError(f"conv: the {name} layout {s!r} must name {nd} distinct axes")
+        spatial = [c for c in lhs if c not in "NC"]
+        if "N" not in lhs or "C" not in lhs or "O" not in rhs or "I" not in rhs \
+                or "N" not in out or "C" not in out:
+            raise ValueError(f"conv: layouts {dimension_numbers} need N and C in lhs and out, "
+                             "O and I in rhs")
+        rhs_spatial = [c for c in rhs if c not in "OI"]
+        out_spatial = [c for c in out if c not in "NC"]
+        if sorted(rhs_spatial) != sorted(spatial) or sorted(out_spatial) != sorted(spatial):
+            raise ValueError(f"conv: layouts {dimension_numbers} name different spatial axes")
+        return (tuple([lhs.index("N"), lhs.index("C")] + [lhs.index(c) for c in spatial]),
+                tuple([rhs.index("O"), rhs.index("I")] + [rhs.index(c) for c in spatial]),
+                tuple([out.index("N"), out.index("C")] + [out.index(c) for c in spatial]))
+    specs = tuple(tuple(int(i) for i in s) for s in (lhs, rhs, out))
+    for s in specs:
+        if sorted(s) != list(range(nd)):
+            raise ValueError(f"conv: dimension numbers {dimension_numbers} must each be a "
+                             f"permutation of range({nd})")
+    return specs
+
+
+def padtype_to_pads(in_shape, window_shape, window_strides, padding: str) -> list:
+    """[(lo, hi)] per spatial axis for "VALID", "SAME" (output ceil(in / stride), the extra
+    padding at the high end) or "SAME_LOWER" (at the low end), as jax.lax.padtype_to_pads."""
+    mode = padding.upper()
+    if mode == "VALID":
+        return [(0, 0)] * len(in_shape)
+    if mode not in ("SAME", "SAME_LOWER"):
+        raise ValueError(f"conv: unknown padding {padding!r} (VALID, SAME, SAME_LOWER, or a "
+                         f"sequence of (low, high) pairs)")
+    pads = []
+    for n, k, s in zip(in_shape, window_shape, window_strides, strict=True):
+        out = -(-n // s)
+        total = max((out - 1) * s + k - n, 0)
+        lo = total // 2 if mode == "SAME" else total - total // 2
+        pads.append((lo, total - lo))
+    return pads
+
+
+def _ints(name, v, n, default):
+    if v is None:
+        return (default,) * n
+    v = tuple(operator.index(i) for i in v)
+    if len(v) != n or any(i < 1 for i in v):
+        raise ValueError(f"conv: {name} must be {n} positive ints, got {v}")
+    return v
+
+
+def _windows(x, window, strides, dilation, out_shape, lead: int = 0, trail: int = 0):
+    """The strided slices of x for every window offset, in row-major order of the offsets:
+    x's first `lead` and last `trail` axes whole, the axes between windowed."""
+    nw = x.ndim - lead - trail
+    whole_lo, whole_hi = list(x.shape[:lead]), list(x.shape[x.ndim - trail:])
+    for offset in itertools.product(*(range(k) for k in window)):
+        start = [o * d for o, d in zip(offset, dilation, strict=True)]
+        limit = [s + (n - 1) * t + 1 for s, n, t in zip(start, out_shape, strides, strict=True)]
+        assert len(start) == nw
+        yield sl.slice(x, [0] * lead + start + [0] * trail, whole_lo + limit + whole_hi,
+                       [1] * lead + list(strides) + [1] * trail)
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
+                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
+                         batch_group_count=1, precision=None, preferred_element_type=None):
+    """An N-d convolution (cross-correlation, as in deep learning: the kernel is not flipped),
+    as jax.lax.conv_general_dilated.
+
+    lhs: (batch, in features, spatial...) in the layout dimension_numbers gives; rhs: (out
+    features, in features / feature_group_count, kernel spatial...); result: (batch, out
+    features, output spatial...) in the out layout. window_strides: per spatial axis. padding:
+    "VALID", "SAME", "SAME_LOWER" or (low, high) pairs (negative crops). lhs_dilation:
+    interior zeros between input elements (a transposed convolution; string padding is refused
+    then, as JAX does); rhs_dilation: atrous kernels. feature_group_count: grouped and
+    depthwise convolutions. Output size per spatial axis: floor((padded input - dilated kernel)
+    / stride) + 1 (0 when the kernel does not fit). Floats of one dtype; `precision` is
+    accepted for compatibility (the config's matmul precision applies). Raises ShapeError /
+    ValueError / TypeError naming the mismatch; NotImplementedError for batch_group_count > 1.
+    """
+    x, w = _array(lhs), _array(rhs)
+    if x.dtype != w.dtype:
+        raise TypeError(f"conv: lhs has dtype {x.dtype}, rhs {w.dtype} (they must match)")
+    if not dtypes.is_float(x.dtype):
+        raise TypeError(f"conv: operands must be floats, got {x.dtype}")
+    if x.ndim < 2:
+        raise ShapeError(f"conv: lhs needs a batch and a feature axis, got shape {x.shape}")
+    if batch_group_count != 1:
+        raise NotImplementedError("conv: batch_group_count > 1 is not implemented")
+    lspec, rspec, ospec = conv_dimension_numbers(x.shape, w.shape, dimension_numbers)
+    nsp = x.ndim - 2
+    strides = _ints("window_strides", window_strides, nsp, 1)
+    ldil = _ints("lhs_dilation", lhs_dilation, nsp, 1)
+    rdil = _ints("rhs_dilation", rhs_dilation, nsp, 1)
+    # canonical layouts: x (N, spatial..., C), w (O, I, kernel...)
+    x = st.transpose(x, (lspec[0], *lspec[2:], lspec[1]))
+    w = st.transpose(w, rspec)
+    n, c = x.shape[0], x.shape[-1]
+    o, i_per = w.shape[0], w.shape[1]
+    kernel = w.shape[2:]
+    g = operator.index(feature_group_count)
+    if g < 1 or c % g or o % g or c // g != i_per:
+        raise ShapeError(f"conv: lhs has {c} features and rhs {i_per} per group for "
+                         f"{o} outputs; with feature_group_count={g} these must be "
+                         f"{c} = {g} x {i_per} and {o} divisible by {g}")
+    eff_kernel = [(k - 1) * d + 1 for k, d in zip(kernel, rdil, strict=True)]
+    if isinstance(padding, str):
+        if any(d != 1 for d in ldil):
+            raise ValueError("conv: string padding is not implemented for a transposed "
+                             "convolution (lhs_dilation); give (low, high) pairs")
+        pads = padtype_to_pads(x.shape[1:-1], eff_kernel, strides, padding)
+    else:
+        pads = [tuple(operator.index(p) for p in pair) for pair in padding]
+        if len(pads) != nsp or any(len(p) != 2 for p in pads):
+            raise ValueError(f"conv: padding must be {nsp} (low, high) pairs, got {padding}")
+    config = [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in zip(pads, ldil, strict=True)] \
+        + [(0, 0, 0)]
+    x = sl.pad(x, np.zeros((), x.dtype), config)
+    out_sp = [max(0, (p - k) // s + 1) for p, k, s in
+              zip(x.shape[1:-1], eff_kernel, strides, strict=True)]
+    kk = math.prod(kernel)
+    if 0 in out_sp or n == 0 or o == 0 or kk == 0 or c == 0:
+        out = st.full((n, *out_sp, o), 0, x.dtype)
+    else:
+        cols = [st.reshape(p, (*p.shape, 1))
+                for p in _windows(x, kernel, strides, rdil, out_sp, lead=1, trail=1)]
+        patches = cols[0] if len(cols) == 1 else sl.concatenate(cols, x.ndim)
+        # patches (N, S..., C, K) and w (O, I, K) contract over (I, K) within each group
+        wk = st.reshape(w, (g, o // g, i_per * kk))
+        pk = st.reshape(patches, (n, *out_sp, g, i_per * kk))
+        nd = pk.ndim
+        if g == 1:
+            out = dot_general(st.reshape(pk, (n, *out_sp, i_per * kk)),
+                              st.reshape(wk, (o, i_per * kk)),
+                              (((nd - 2,), (1,)), ((), ())))
+        else:
+            y = dot_general(pk, wk, (((nd - 1,), (2,)), ((nd - 2,), (0,))))  # (G, N, S..., O/G)
+            y = st.transpose(y, (*range(1, nsp + 2), 0, nsp + 2))
+            out = st.reshape(y, (n, *out_sp, o))
+    if preferred_element_type is not None:
+        out = ew.convert_element_type(out, dtypes.canonicalize(preferred_element_type))
+    # (N, S..., O) to the out layout
+    canon = (0, *range(1, nsp + 1), nsp + 1)  # canonical position of N, spatial..., C
+    where = {ospec[0]: canon[0], ospec[1]: canon[-1]}
+    for j, ax in enumerate(ospec[2:]):
+        where[ax] = canon[1 + j]
+    return st.transpose(out, tuple(where[k] for k in range(out.ndim)))
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    """conv_general_dilated in the NCHW / OIHW layouts without dilation (jax.lax.conv)."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+_FOLDS = {"add": ew.add, "max": ew.max, "min": ew.min, "mul": ew.mul}
+_NUMPY_NAMES = {"add": "add", "maximum": "max", "minimum": "min", "multiply": "mul"}
+
+
+def _fold_of(computation) -> str | None:
+    """Which of _FOLDS `computation` is: lax's functions, or nova.numpy's by name."""
+    for name, f in _FOLDS.items():
+        if computation == f:
+            return name
+    if getattr(computation, "__module__", "").startswith("nova."):
+        return _NUMPY_NAMES.get(getattr(computation, "__name__", ""))
+    return None
+
+
+def reduce_window(operand, init_value, computation, window_dimensions: Sequence[int],
+                  window_strides: Sequence[int] | None = None, padding="VALID",
+                  base_dilation=None, window_dilation=None):
+    """Reduces each window of operand with `computation` (lax.add, lax.max, lax.min or lax.mul
+    -- or nova.numpy's add, maximum, minimum, multiply), starting from init_value, as
+    jax.lax.reduce_window (pooling: max over 2x2 windows of stride 2, or a sum for an average).
+    window_dimensions and window_strides cover every axis; padding "VALID", "SAME" or
+    (low, high) pairs, padded with init_value. Raises ValueError for another computation or
+    mismatched lengths; NotImplementedError for base_dilation."""
+    x = _array(operand)
+    fold = _fold_of(computation)
+    if fold is None:
+        raise ValueError(f"reduce_window: computation must be lax.add, lax.max, lax.min or "
+                         f"lax.mul, got {computation!r}")
+    nd = x.ndim
+    window = tuple(operator.index(k) for k in window_dimensions)
+    strides = (1,) * nd if window_strides is None else \
+        tuple(operator.index(s) for s in window_strides)
+    wdil = (1,) * nd if window_dilation is None else \
+        tuple(operator.index(d) for d in window_dilation)
+    if len(window) != nd or len(strides) != nd or len(wdil) != nd:
+        raise ValueError(f"reduce_window: window_dimensions, strides and dilation need {nd} "
+                         f"entries (operand shape {x.shape})")
+    if base_dilation is not None and any(d != 1 for d in base_dilation):
+        raise NotImplementedError("reduce_window: base_dilation is not implemented")
+    eff = [(k - 1) * d + 1 for k, d in zip(window, wdil, strict=True)]
+    if isinstance(padding, str):
+        pads = padtype_to_pads(x.shape, eff, strides, padding)
+    else:
+        pads = [tuple(operator.index(p) for p in pair) for pair in padding]
+    init = _array(init_value)
+    if init.shape != ():
+        raise ShapeError(f"reduce_window: init_value must be a scalar, got shape {init.shape}")
+    init = ew.convert_element_type(init, x.dtype)
+    x = sl.pad(x, init, [(lo, hi, 0) for lo, hi in pads])
+    out_shape = [max(0, (p - k) // s + 1) for p, k, s in zip(x.shape, eff, strides,
+                                                               strict=True)]
+    acc = st.broadcast_in_dim(init, tuple(out_shape), ())
+    if 0 in out_shape:
+        return acc
+    op = _FOLDS[fold]
+    for part in _windows(x, window, strides, wdil, out_shape, lead=0):
+        acc = op(acc, part)
+    return acc

@@ -1,0 +1,160 @@
+"""lax.conv_general_dilated, lax.conv, lax.reduce_window (nova/ops/convolution.py) against a
+direct NumPy reference: layouts, strides, padding modes, dilations, groups; gradients against
+the reference's adjoint; under jit and vmap. (Checked against jax.lax to 1e-14 while building,
+bench/NOTES.md round 19.)"""
+
+from __future__ import annotations
+
+import itertools
+
+import nova.numpy as jnp
+import numpy as np
+import pytest
+
+import nova
+from nova import lax
+from nova.core.errors import ShapeError
+
+RNG = np.random.default_rng(2)
+
+
+def _ref_conv(x, w, strides, pads, ldil, rdil, groups):
+    """Direct cross-correlation in NC... / OI... layouts (the definition, loops over offsets)."""
+    n, c = x.shape[:2]
+    o, i_per = w.shape[:2]
+    nsp = x.ndim - 2
+    # dilate the input, then pad (negative pads crop)
+    dil_shape = [(s - 1) * d + 1 for s, d in zip(x.shape[2:], ldil, strict=True)]
+    xd = np.zeros((n, c, *dil_shape))
+    xd[(slice(None), slice(None), *[slice(None, None, d) for d in ldil])] = x
+    for ax, (lo, hi) in enumerate(pads):
+        ax += 2
+        if lo < 0:
+            xd = np.take(xd, range(-lo, xd.shape[ax]), axis=ax)
+            lo = 0
+        if hi < 0:
+            xd = np.take(xd, range(0, xd.shape[ax] + hi), axis=ax)
+            hi = 0
+        widths = [(0, 0)] * xd.ndim
+        widths[ax] = (lo, hi)
+        xd = np.pad(xd, widths)
+    kernel = w.shape[2:]
+    eff = [(k - 1) * d + 1 for k, d in zip(kernel, rdil, strict=True)]
+    out_sp = [max(0, (p - e) // s + 1) for p, e, s in zip(xd.shape[2:], eff, strides,
+                                                         strict=True)]
+    out = np.zeros((n, o, *out_sp))
+    og = o // groups
+    for pos in itertools.product(*(range(m) for m in out_sp)):
+        for off in itertools.product(*(range(k) for k in kernel)):
+            idx = tuple(p * s + k * d for p, s, k, d in zip(pos, strides, off, rdil, strict=True))
+            vals = xd[(slice(None), slice(None), *idx)]  # (n, c)
+            for g in range(groups):
+                xs = vals[:, g * i_per:(g + 1) * i_per]
+                ws = w[(slice(g * og, (g + 1) * og), slice(None), *off)]  # (og, i_per)
+                out[(slice(None), slice(g * og, (g + 1) * og), *pos)] += xs @ ws.T
+    return out
+
+
+def _pads(padding, in_shape, kernel, strides, rdil):
+    if not isinstance(padding, str):
+        return list(padding)
+    eff = [(k - 1) * d + 1 for k, d in zip(kernel, rdil, strict=True)]
+    return lax.padtype_to_pads(in_shape, eff, strides, padding)
+
+
+CASES = [
+    # x (NC...), w (OI...), strides, padding, lhs_dilation, rhs_dilation, groups
+    ((2, 3, 7, 6), (4, 3, 3, 3), (1, 1), "SAME", (1, 1), (1, 1), 1),
+    ((2, 3, 7, 6), (4, 3, 3, 2), (2, 1), "VALID", (1, 1), (1, 1), 1),
+    ((1, 4, 6, 5), (4, 2, 2, 3), (1, 2), ((1, 2), (0, -1)), (1, 1), (2, 1), 2),
+    ((2, 4, 5, 6), (4, 1, 3, 3), (1, 1), "SAME_LOWER", (1, 1), (1, 1), 4),
+    ((1, 2, 4, 3), (3, 2, 3, 3), (1, 1), ((2, 2), (2, 1)), (2, 2), (1, 1), 1),
+    ((2, 3, 9), (2, 3, 4), (3,), "SAME", (1,), (2,), 1),
+    ((1, 2, 3, 4, 4), (2, 2, 2, 2, 3), (1, 2, 1), "VALID", (1, 1, 1), (1, 1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_conv_matches_the_definition_and_its_adjoint(case):
+    xs, ws, strides, padding, ldil, rdil, groups = CASES[case]
+    x, w = RNG.standard_normal(xs), RNG.standard_normal(ws)
+    pads = _pads(padding, xs[2:], ws[2:], strides, rdil)
+    want = _ref_conv(x, w, strides, pads, ldil, rdil, groups)
+    kw = dict(window_strides=strides, padding=padding, lhs_dilation=ldil, rhs_dilation=rdil,
+              feature_group_count=groups)
+    if isinstance(padding, str) and ldil != (1,) * len(ldil):
+        kw["padding"] = pads
+    f = lambda x, w: lax.conv_general_dilated(x, w, **kw)  # noqa: E731
+    got = nova.jit(f)(x, w)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+    # the gradient is the adjoint: <conv(x, w), ct> differentiated, against finite differences
+    ct = RNG.standard_normal(want.shape)
+    gx, gw = nova.grad(lambda x, w: jnp.sum(f(x, w) * ct), argnums=(0, 1))(x, w)
+    for arr, g, k in ((x, gx, 0), (w, gw, 1)):
+        for _ in range(4):
+            idx = tuple(RNG.integers(0, s) for s in arr.shape)
+            e = np.zeros_like(arr)
+            e[idx] = 1e-6
+            args = [x, w]
+            plus = args.copy()
+            minus = args.copy()
+            plus[k], minus[k] = arr + e, arr - e
+            fd = ((_ref_conv(*plus, strides, pads, ldil, rdil, groups) * ct).sum()
+                  - (_ref_conv(*minus, strides, pads, ldil, rdil, groups) * ct).sum()) / 2e-6
+            np.testing.assert_allclose(np.asarray(g)[idx], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_layouts_lax_conv_and_vmap():
+    x = RNG.standard_normal((2, 6, 5, 3))  # NHWC
+    w = RNG.standard_normal((3, 2, 3, 4))  # HWIO
+    got = lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                   dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    want = _ref_conv(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), (1, 1),
+                     _pads("SAME", (6, 5), (3, 2), (1, 1), (1, 1)), (1, 1), (1, 1), 1)
+    np.testing.assert_allclose(np.asarray(got), want.transpose(0, 2, 3, 1), rtol=1e-12)
+    dn = lax.conv_dimension_numbers(x.shape, w.shape, ("NHWC", "HWIO", "NCHW"))
+    assert dn == ((0, 3, 1, 2), (3, 2, 0, 1), (0, 1, 2, 3))
+    got = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    xc, wc = x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1)
+    np.testing.assert_allclose(np.asarray(lax.conv(xc, wc, (1, 1), "SAME")), want, rtol=1e-12)
+    per = nova.vmap(lambda img: lax.conv(img[None], wc, (1, 1), "SAME")[0])(xc)
+    np.testing.assert_allclose(np.asarray(per), want, rtol=1e-12)
+    f32 = lax.conv(xc.astype(np.float32), wc.astype(np.float32), (1, 1), "VALID",
+                   preferred_element_type=np.float64)
+    assert f32.dtype == np.float64 and f32.shape == (2, 4, 4, 4)
+
+
+def test_reduce_window_pooling():
+    x = RNG.standard_normal((2, 7, 6, 3))
+    got = lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    want = x[:, :6].reshape(2, 3, 2, 3, 2, 3).max(axis=(2, 4))
+    np.testing.assert_array_equal(np.asarray(got), want)
+    s = lax.reduce_window(x, 0.0, jnp.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME")
+    xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    want = sum(xp[:, i:i + 7, j:j + 6] for i in range(3) for j in range(3))
+    np.testing.assert_allclose(np.asarray(s), want, rtol=1e-12)
+    g = nova.grad(lambda x: jnp.sum(lax.reduce_window(x, -np.inf, lax.max, (2, 2), (2, 2))))(
+        np.array([[1.0, 5.0], [3.0, 2.0]]))
+    np.testing.assert_array_equal(np.asarray(g), [[0.0, 1.0], [0.0, 0.0]])
+    m = nova.jit(lambda x: lax.reduce_window(x, 1.0, lax.mul, (2,), (1,)))(np.arange(1.0, 5.0))
+    np.testing.assert_array_equal(np.asarray(m), [2.0, 6.0, 12.0])
+
+
+def test_errors():
+    x, w = np.ones((1, 3, 5, 5)), np.ones((2, 3, 3, 3))
+    with pytest.raises(TypeError, match="lhs has dtype float64, rhs float32"):
+        lax.conv(x, w.astype(np.float32), (1, 1), "SAME")
+    with pytest.raises(ShapeError, match="lhs has 3 features and rhs 2 per group"):
+        lax.conv(x, np.ones((2, 2, 3, 3)), (1, 1), "SAME")
+    with pytest.raises(ValueError, match="unknown padding 'FULL'"):
+        lax.conv(x, w, (1, 1), "FULL")
+    with pytest.raises(ValueError, match="string padding is not implemented for a transposed"):
+        lax.conv_general_dilated(x, w, (1, 1), "SAME", lhs_dilation=(2, 2))
+    with pytest.raises(ValueError, match="window_strides must be 2 positive ints"):
+        lax.conv(x, w, (1,), "SAME")
+    with pytest.raises(ValueError, match="computation must be lax.add"):
+        lax.reduce_window(x, 0.0, lambda a, b: a - b, (1, 1, 2, 2), (1, 1, 2, 2))
+    with pytest.raises(TypeError, match="operands must be floats"):
+        lax.conv(x.astype(np.int32), w.astype(np.int32), (1, 1), "SAME")

@@ -95,8 +95,11 @@ def test_reverse_mode_program_shrinks():
 
 
 def test_pipeline_is_a_literal_list_and_dumps(tmp_path, monkeypatch):
-    # remat last: a cse after it would merge its recomputations back
-    assert [n for n, _ in PASSES][-2:] == ["dce", "remat"]
+    # remat last: a cse after it would merge its recomputations back; the barriers go after
+    # the last cse (what they kept apart stays apart)
+    names = [n for n, _ in PASSES]
+    assert names[-3:] == ["dce", "barriers", "remat"]
+    assert names.index("barriers") > max(i for i, n in enumerate(names) if n == "cse")
     monkeypatch.setenv("NOVA_DUMP_DIR", str(tmp_path))
     p = nova.make_program(lambda x: jnp.exp(x) + 0.0)(np.ones(3, np.float32))
     run_passes(p, tag="t")

@@ -1,9 +1,10 @@
 """Convolutions and window reductions, as jax.lax's, built on Nova's primitives.
 
 `conv_general_dilated` lowers to im2col and one contraction: the padded (and, for a transposed
-convolution, interior-padded) input is cut into one strided slice per kernel offset, the slices
-are stacked along a new contracting axis, and a dot_general with the kernel reshaped to
-(groups, out features per group, in features per group x kernel offsets) produces the output.
+convolution, interior-padded) input, in (batch, features, spatial...) order, is cut into one
+strided slice per kernel offset, the slices are stacked after the feature axis, and a batched
+dot_general, per image and group (out features per group, in features per group x kernel
+offsets) @ (that, output positions), produces the output in (batch, features, spatial...).
 So every convolution runs on Nova's generated GEMM kernels, CPU and GPU alike, and reverse
 mode, forward mode and vmap come from pad, slice, concatenate and dot_general's rules. The
 stacked patches take kernel-size times the input's memory (a 3x3 convolution: 9x).
@@ -143,10 +144,10 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     strides = _ints("window_strides", window_strides, nsp, 1)
     ldil = _ints("lhs_dilation", lhs_dilation, nsp, 1)
     rdil = _ints("rhs_dilation", rhs_dilation, nsp, 1)
-    # canonical layouts: x (N, spatial..., C), w (O, I, kernel...)
-    x = st.transpose(x, (lspec[0], *lspec[2:], lspec[1]))
+    # canonical layouts: x (N, C, spatial...), w (O, I, kernel...)
+    x = st.transpose(x, lspec)
     w = st.transpose(w, rspec)
-    n, c = x.shape[0], x.shape[-1]
+    n, c = x.shape[0], x.shape[1]
     o, i_per = w.shape[0], w.shape[1]
     kernel = w.shape[2:]
     g = operator.index(feature_group_count)
@@ -159,42 +160,36 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         if any(d != 1 for d in ldil):
             raise ValueError("conv: string padding is not implemented for a transposed "
                              "convolution (lhs_dilation); give (low, high) pairs")
-        pads = padtype_to_pads(x.shape[1:-1], eff_kernel, strides, padding)
+        pads = padtype_to_pads(x.shape[2:], eff_kernel, strides, padding)
     else:
         pads = [tuple(operator.index(p) for p in pair) for pair in padding]
         if len(pads) != nsp or any(len(p) != 2 for p in pads):
             raise ValueError(f"conv: padding must be {nsp} (low, high) pairs, got {padding}")
-    config = [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in zip(pads, ldil, strict=True)] \
-        + [(0, 0, 0)]
+    config = [(0, 0, 0), (0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in
+                                       zip(pads, ldil, strict=True)]
     x = sl.pad(x, np.zeros((), x.dtype), config)
     out_sp = [max(0, (p - k) // s + 1) for p, k, s in
-              zip(x.shape[1:-1], eff_kernel, strides, strict=True)]
-    kk = math.prod(kernel)
+              zip(x.shape[2:], eff_kernel, strides, strict=True)]
+    kk, npos = math.prod(kernel), math.prod(out_sp)
     if 0 in out_sp or n == 0 or o == 0 or kk == 0 or c == 0:
-        out = st.full((n, *out_sp, o), 0, x.dtype)
+        out = st.full((n, o, *out_sp), 0, x.dtype)
     else:
-        cols = [st.reshape(p, (*p.shape, 1))
-                for p in _windows(x, kernel, strides, rdil, out_sp, lead=1, trail=1)]
-        patches = cols[0] if len(cols) == 1 else sl.concatenate(cols, x.ndim)
-        # patches (N, S..., C, K) and w (O, I, K) contract over (I, K) within each group
+        # One strided slice per kernel offset, each (N, C, output spatial...): copies along
+        # the innermost spatial axis, stacked after C into (N, G, C/G x K, positions).
+        cols = [st.reshape(p, (n, c, 1, npos))
+                for p in _windows(x, kernel, strides, rdil, out_sp, lead=2)]
+        patches = cols[0] if len(cols) == 1 else sl.concatenate(cols, 2)
+        patches = st.reshape(patches, (n, g, i_per * kk, npos))
+        # Per image and group a GEMM (O/G, C/G x K) @ (C/G x K, positions): the kernel is
+        # broadcast over the batch (its cotangent is the batch's sum).
         wk = st.reshape(w, (g, o // g, i_per * kk))
-        pk = st.reshape(patches, (n, *out_sp, g, i_per * kk))
-        nd = pk.ndim
-        if g == 1:
-            out = dot_general(st.reshape(pk, (n, *out_sp, i_per * kk)),
-                              st.reshape(wk, (o, i_per * kk)),
-                              (((nd - 2,), (1,)), ((), ())))
-        else:
-            y = dot_general(pk, wk, (((nd - 1,), (2,)), ((nd - 2,), (0,))))  # (G, N, S..., O/G)
-            y = st.transpose(y, (*range(1, nsp + 2), 0, nsp + 2))
-            out = st.reshape(y, (n, *out_sp, o))
+        wb = st.broadcast_in_dim(wk, (n, g, o // g, i_per * kk), (1, 2, 3))
+        y = dot_general(wb, patches, (((3,), (2,)), ((0, 1), (0, 1))))  # (N, G, O/G, P)
+        out = st.reshape(y, (n, o, *out_sp))
     if preferred_element_type is not None:
         out = ew.convert_element_type(out, dtypes.canonicalize(preferred_element_type))
-    # (N, S..., O) to the out layout
-    canon = (0, *range(1, nsp + 1), nsp + 1)  # canonical position of N, spatial..., C
-    where = {ospec[0]: canon[0], ospec[1]: canon[-1]}
-    for j, ax in enumerate(ospec[2:]):
-        where[ax] = canon[1 + j]
+    # (N, O, spatial...) to the out layout
+    where = {ax: k for k, ax in enumerate(ospec)}
     return st.transpose(out, tuple(where[k] for k in range(out.ndim)))
 
 

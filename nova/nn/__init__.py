@@ -16,12 +16,15 @@ from nova.nn.checkpoint import (
     save_checkpoint,
 )
 from nova.nn.functional import (
+    avg_pool2d,
+    conv2d,
     cross_entropy,
     dropout,
     gelu,
     layer_norm,
     log_softmax,
     logsumexp,
+    max_pool2d,
     one_hot,
     relu,
     scaled_dot_product_attention,
@@ -29,11 +32,21 @@ from nova.nn.functional import (
     softmax,
 )
 from nova.nn.gpt2 import GPT2, GPT2Config
-from nova.nn.layers import MLP, Block, CausalSelfAttention, Dropout, Embedding, LayerNorm, Linear
+from nova.nn.layers import (
+    MLP,
+    Block,
+    CausalSelfAttention,
+    Conv2d,
+    Dropout,
+    Embedding,
+    LayerNorm,
+    Linear,
+)
 from nova.nn.module import Module, combine, partition, static_field
 
 __all__ = [
-    "GPT2", "MLP", "Block", "CausalSelfAttention", "CheckpointError", "Dropout", "Embedding",
+    "GPT2", "MLP", "Block", "CausalSelfAttention", "CheckpointError", "Conv2d", "Dropout",
+    "Embedding", "avg_pool2d", "conv2d", "max_pool2d",
     "GPT2Config", "LayerNorm", "Linear", "Module", "checkpoint_metadata", "combine",
     "cross_entropy", "dropout", "gelu", "layer_norm", "load_checkpoint", "log_softmax",
     "logsumexp", "one_hot", "partition", "relu", "save_checkpoint", "scaled_dot_product_attention",

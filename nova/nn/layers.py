@@ -12,6 +12,8 @@ normal(0, std) with std 0.02 by default, biases zero, LayerNorm weight one and b
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import nova.numpy as jnp
@@ -22,7 +24,8 @@ from nova.nn import functional as F
 from nova.nn.module import Module, static_field
 from nova.numpy_impl.util import asarray, where_am_i
 
-__all__ = ["MLP", "Block", "CausalSelfAttention", "Dropout", "Embedding", "LayerNorm", "Linear"]
+__all__ = ["MLP", "Block", "CausalSelfAttention", "Conv2d", "Dropout", "Embedding", "LayerNorm",
+           "Linear"]
 
 
 def _normal_eager(key, shape, std, dtype):
@@ -108,6 +111,49 @@ class Linear(Module):
             )
         y = x @ self.weight
         return y if self.bias is None else y + self.bias
+
+
+class Conv2d(Module):
+    """A 2-d convolution layer, as torch.nn.Conv2d: weight (out_channels, in_channels / groups,
+    kH, kW), bias (out_channels,) or None; stride, padding ("same", "valid", an int or a pair),
+    dilation and groups are static. Calls F.conv2d."""
+
+    weight: Array
+    bias: Array | None = None
+    stride: tuple = static_field(default=(1, 1))
+    padding: object = static_field(default=(0, 0))
+    dilation: tuple = static_field(default=(1, 1))
+    groups: int = static_field(default=1)
+
+    @classmethod
+    def init(cls, key, in_channels: int, out_channels: int, kernel_size, *, stride=1,
+             padding=0, dilation=1, groups: int = 1, bias: bool = True,
+             dtype=jnp.float32) -> Conv2d:
+        """weight and bias ~ uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in =
+        in_channels / groups x kH x kW (PyTorch's default initialization), in float `dtype`.
+        Raises ValueError when groups does not divide both channel counts, TypeError for a key
+        that is not a nova.random key."""
+        import nova.random as nr
+
+        check_key("Conv2d.init", key)
+        k = F._pair("Conv2d: kernel_size", kernel_size)
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv2d: groups={groups} must divide in_channels={in_channels} "
+                             f"and out_channels={out_channels}")
+        fan_in = in_channels // groups * k[0] * k[1]
+        bound = 1.0 / math.sqrt(fan_in)
+        kw, kb = nr.split(key)
+        dt = dtypes.canonicalize(dtype)
+        w = nr.uniform(kw, (out_channels, in_channels // groups, *k), dt, -bound, bound)
+        b = nr.uniform(kb, (out_channels,), dt, -bound, bound) if bias else None
+        pad = padding if isinstance(padding, str) else F._pair("Conv2d: padding", padding)
+        return cls(w, b, F._pair("Conv2d: stride", stride), pad,
+                   F._pair("Conv2d: dilation", dilation), int(groups))
+
+    def __call__(self, x) -> Array:
+        """x (N, in_channels, H, W) or (in_channels, H, W) -> (N, out_channels, H', W')."""
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
 
 
 class Embedding(Module):

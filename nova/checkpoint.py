@@ -25,7 +25,7 @@ from nova.core.trace import current_trace
 _POLICIES = ("nothing_saveable", "everything_saveable")
 
 
-class checkpoint_policies:  # noqa: N801 - jax.checkpoint_policies' name
+class checkpoint_policies:
     """What a checkpointed function's forward may keep for its backward (jax.checkpoint_policies).
     Two are available: `nothing_saveable` (the default: keep only the inputs, recompute the
     rest) and `everything_saveable` (keep everything: no recomputation, as without checkpoint).

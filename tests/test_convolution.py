@@ -22,7 +22,6 @@ def _ref_conv(x, w, strides, pads, ldil, rdil, groups):
     """Direct cross-correlation in NC... / OI... layouts (the definition, loops over offsets)."""
     n, c = x.shape[:2]
     o, i_per = w.shape[:2]
-    nsp = x.ndim - 2
     # dilate the input, then pad (negative pads crop)
     dil_shape = [(s - 1) * d + 1 for s, d in zip(x.shape[2:], ldil, strict=True)]
     xd = np.zeros((n, c, *dil_shape))
@@ -33,7 +32,7 @@ def _ref_conv(x, w, strides, pads, ldil, rdil, groups):
             xd = np.take(xd, range(-lo, xd.shape[ax]), axis=ax)
             lo = 0
         if hi < 0:
-            xd = np.take(xd, range(0, xd.shape[ax] + hi), axis=ax)
+            xd = np.take(xd, range(xd.shape[ax] + hi), axis=ax)
             hi = 0
         widths = [(0, 0)] * xd.ndim
         widths[ax] = (lo, hi)
@@ -80,11 +79,11 @@ def test_conv_matches_the_definition_and_its_adjoint(case):
     x, w = RNG.standard_normal(xs), RNG.standard_normal(ws)
     pads = _pads(padding, xs[2:], ws[2:], strides, rdil)
     want = _ref_conv(x, w, strides, pads, ldil, rdil, groups)
-    kw = dict(window_strides=strides, padding=padding, lhs_dilation=ldil, rhs_dilation=rdil,
-              feature_group_count=groups)
+    kw = {"window_strides": strides, "padding": padding, "lhs_dilation": ldil,
+          "rhs_dilation": rdil, "feature_group_count": groups}
     if isinstance(padding, str) and ldil != (1,) * len(ldil):
         kw["padding"] = pads
-    f = lambda x, w: lax.conv_general_dilated(x, w, **kw)  # noqa: E731
+    f = lambda x, w: lax.conv_general_dilated(x, w, **kw)
     got = nova.jit(f)(x, w)
     assert got.shape == want.shape
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
@@ -112,15 +111,15 @@ def test_layouts_lax_conv_and_vmap():
                                    dimension_numbers=("NHWC", "HWIO", "NHWC"))
     want = _ref_conv(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), (1, 1),
                      _pads("SAME", (6, 5), (3, 2), (1, 1), (1, 1)), (1, 1), (1, 1), 1)
-    np.testing.assert_allclose(np.asarray(got), want.transpose(0, 2, 3, 1), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got), want.transpose(0, 2, 3, 1), rtol=1e-12, atol=1e-12)
     dn = lax.conv_dimension_numbers(x.shape, w.shape, ("NHWC", "HWIO", "NCHW"))
     assert dn == ((0, 3, 1, 2), (3, 2, 0, 1), (0, 1, 2, 3))
     got = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
-    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
     xc, wc = x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1)
-    np.testing.assert_allclose(np.asarray(lax.conv(xc, wc, (1, 1), "SAME")), want, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(lax.conv(xc, wc, (1, 1), "SAME")), want, rtol=1e-12, atol=1e-12)
     per = nova.vmap(lambda img: lax.conv(img[None], wc, (1, 1), "SAME")[0])(xc)
-    np.testing.assert_allclose(np.asarray(per), want, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(per), want, rtol=1e-12, atol=1e-12)
     f32 = lax.conv(xc.astype(np.float32), wc.astype(np.float32), (1, 1), "VALID",
                    preferred_element_type=np.float64)
     assert f32.dtype == np.float64 and f32.shape == (2, 4, 4, 4)

@@ -3,13 +3,15 @@ whose launches run the generated kernels in the SIMT simulator): lax.scan, while
 compiled for "cuda:sm_90" agree with the CPU backend, a scan is captured into the executable's
 CUDA graph, while and cond (which read device values on the host) are not."""
 
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
 import nova
-import nova.numpy as jnp
 from nova import lax
-from tests.test_gpu_runtime_fake import fake  # noqa: F401 (the fixture)
+from tests.test_gpu_runtime_fake import fake as _fake_fixture
+
+fake = _fake_fixture  # the fixture, under the name the tests take
 
 S = nova.ShapeDtypeStruct
 f32 = np.float32

@@ -113,26 +113,26 @@ def test_while_trip_counts_and_carries(native_only, n):
             return c[0] < limit  # reads a value of the outer trace
 
         def body(c):
-            i, v, s, fixed = c
+            i, v, _, fixed = c
             return i + 1, v * scale + 1.0, v.sum(), fixed
 
         return lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), v, jnp.asarray(0.0, jnp.float32), v))
 
     v0 = np.arange(3, dtype=np.float32)
-    i, v, s, fixed = nova.jit(run)(limit, v0)
+    i, v, s_, fixed = nova.jit(run)(limit, v0)
     wv, ws = v0.copy(), np.float32(0.0)
     for _ in range(n):
         wv, ws = wv * np.float32(0.5) + np.float32(1.0), wv.sum()
     assert int(i) == n
     np.testing.assert_allclose(np.asarray(v), wv, rtol=1e-6)
-    np.testing.assert_allclose(float(s), ws, rtol=1e-6)
+    np.testing.assert_allclose(float(s_), ws, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(fixed), v0)
 
 
 def test_while_predicate_is_a_carry(native_only):
     def run(x):
         def body(c):
-            go, x = c
+            _, x = c
             x = x * 2.0
             return x.sum() < 100.0, x
 
@@ -169,8 +169,8 @@ def test_loops_sharing_executables_in_swapped_roles_run_from_threads():
     run_while takes the two locks in one order, else two threads deadlocked."""
     import threading
 
-    x = lambda c: jnp.logical_not(c)  # noqa: E731
-    y = lambda c: c == jnp.asarray(True)  # noqa: E731
+    x = lambda c: jnp.logical_not(c)
+    y = lambda c: c == jnp.asarray(True)
     f1 = nova.jit(lambda c: lax.while_loop(x, y, c))
     f2 = nova.jit(lambda c: lax.while_loop(y, x, c))
     assert bool(f1(np.bool_(True))) and not bool(f2(np.bool_(True)))

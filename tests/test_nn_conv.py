@@ -15,7 +15,7 @@ RNG = np.random.default_rng(4)
 
 
 def _np_conv2d(x, w, b, stride, pad, dil, groups):
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     o, ig, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
     ho = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
@@ -39,7 +39,7 @@ def test_conv2d_matches_pytorchs_definition(stride, pad, dil, groups):
     x = RNG.standard_normal((2, 4, 7, 6))
     w = RNG.standard_normal((4, 4 // groups, 3, 3))
     b = RNG.standard_normal(4)
-    pair = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
+    pair = lambda v: (v, v) if isinstance(v, int) else v
     want = _np_conv2d(x, w, b, pair(stride), pair(pad), pair(dil), groups)
     got = nova.jit(lambda x, w, b: F.conv2d(x, w, b, stride, pad, dil, groups))(x, w, b)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)

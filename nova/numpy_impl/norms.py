@@ -37,8 +37,9 @@ def _vector(x, ord, axis, keepdims):
     if ord == 1:
         return jnp.sum(a, axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
-        raise ValueError(f"norm: ord={ord!r} is for matrices; a vector norm takes a number "
-                         f"(inf, -inf, 0, or p){where_am_i()}")
+        raise ValueError(  # noqa: TRY004 (NumPy's error)
+            f"norm: ord={ord!r} is for matrices; a vector norm takes a number (inf, -inf, 0, "
+            f"or p){where_am_i()}")
     p = float(ord)
     return jnp.sum(a ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
 

@@ -239,7 +239,7 @@ def squeeze(array, dimensions):
     return st.reshape(x, tuple(n for k, n in enumerate(x.shape) if k not in dims))
 
 
-def clamp(min, x, max):  # noqa: A002 - lax's names
+def clamp(min, x, max):
     """min <= x <= max elementwise (jax.lax.clamp): min and max are scalars or of x's shape,
     of x's dtype (Python scalars take it). Raises ShapeError / TypeError otherwise."""
     x = _array(x)

@@ -107,10 +107,10 @@ _LOOP_SOURCE = [
     "    switch (p[0]) {",
     "      case 0: if (!after) *slot = (void *)(intptr_t)(p[2] + p[3] * idx); break;",
     "      case 1: if (!after) *slot = (void *)(intptr_t)((t & 1) ? p[3] : p[2]); break;",
-    "      case 2: if (after) memcpy((char *)(intptr_t)(p[2] + p[3] * idx), *slot,"
-    " (size_t)p[4]); break;",
-    "      case 3: if (after) memcpy((char *)(intptr_t)((t & 1) ? p[3] : p[2]), *slot,"
-    " (size_t)p[4]); break;",
+    ("      case 2: if (after) memcpy((char *)(intptr_t)(p[2] + p[3] * idx), *slot,"
+     " (size_t)p[4]); break;"),
+    ("      case 3: if (after) memcpy((char *)(intptr_t)((t & 1) ? p[3] : p[2]), *slot,"
+     " (size_t)p[4]); break;"),
     "    }",
     "  }",
     "}",

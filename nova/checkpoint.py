@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from nova.core import dtypes
 from nova.core.pytree import tree_flatten, tree_unflatten
 from nova.core.trace import current_trace
 
@@ -113,10 +114,23 @@ def _checkpointed(fun, args, static, leaves, tree, prevent_cse):
     def fwd(*xs):
         return run(*xs), xs
 
+    floats = [k for k, a in enumerate(inputs) if dtypes.is_float(a.dtype)]
+
     def bwd(xs, cts):
         ins = optimization_barrier(list(xs)) if prevent_cse else list(xs)
-        _, pull = vjp(run, *ins)
-        return tuple(pull(tuple(cts)))
+
+        def of_floats(*fs):  # integer inputs have no cotangent (custom_vjp takes None)
+            full = list(ins)
+            for k, f in zip(floats, fs, strict=True):
+                full[k] = f
+            return run(*full)
+
+        out = [None] * len(ins)
+        if floats:
+            _, pull = vjp(of_floats, *[ins[k] for k in floats])
+            for k, g in zip(floats, pull(tuple(cts)), strict=True):
+                out[k] = g
+        return tuple(out)
 
     call = custom_vjp(run)
     call.defvjp(fwd, bwd)

@@ -127,3 +127,18 @@ def test_optimization_barrier_on_pytrees():
     assert "optimization_barrier" not in f.lower(np.arange(3.0)).as_text()
     g = nova.grad(lambda x: jnp.sum(lax.optimization_barrier(x) ** 2))(np.arange(3.0))
     np.testing.assert_array_equal(np.asarray(g), [0.0, 2.0, 4.0])
+
+
+def test_integer_inputs_and_outputs():
+    # (found by a GPU test) the recomputation's vjp covers the float inputs only
+    @nova.checkpoint
+    def f(x, i):
+        return jnp.sin(x) * i.astype(x.dtype), i + 1
+
+    def loss(x, i):
+        y, j = f(x, i)
+        return jnp.sum(y) * j.astype(y.dtype)
+
+    x, i = np.array([0.3, -0.4]), np.int32(3)
+    g = nova.jit(nova.grad(loss))(x, i)
+    np.testing.assert_allclose(np.asarray(g), np.cos(x) * 3 * 4, rtol=1e-12)

@@ -179,21 +179,6 @@ def square(x, /):
     return lax.mul(a, a)
 
 
-def _integer_pow(a, n: int):
-    """a ** n for a Python int n by repeated squaring (exact; no log in the derivative)."""
-    result = None
-    base, e = a, builtins.abs(n)
-    while e:
-        if e & 1:
-            result = base if result is None else lax.mul(result, base)
-        e >>= 1
-        if e:
-            base = lax.mul(base, base)
-    if result is None:
-        result = lax.full(a.shape, 1, a.dtype)
-    return lax.reciprocal(result) if n < 0 else result
-
-
 def power(x1, x2, /):
     """x1 ** x2 elementwise (numpy.power).
 
@@ -205,7 +190,7 @@ def power(x1, x2, /):
         (a,) = promote("power", x1)
         if x2 < 0 and not dtypes.is_float(a.dtype):
             raise ValueError(f"integers to negative integer powers are not allowed{where_am_i()}")
-        return _integer_pow(a, x2)
+        return lax.integer_pow(a, x2)  # repeated squaring: exact, no log in the derivative
     a, b = promote("power", x1, x2)
     if dtypes.is_float(a.dtype):
         return lax.pow(a, b)

@@ -54,7 +54,8 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
     merged). policy: None or checkpoint_policies.nothing_saveable (keep the inputs only), or
     checkpoint_policies.everything_saveable (keep everything: fun itself). Outside any
     transform the result is fun's. Raises TypeError for an unknown policy or a traced static
-    argument, and what fun raises.
+    argument, ValueError for a static_argnums entry outside [-len(args), len(args)), and what
+    fun raises.
     """
     if fun is None:
         return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
@@ -71,10 +72,14 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
+        n = len(args)
+        bad = [i for i in statics if not -n <= i < n]
+        if bad:
+            raise ValueError(f"checkpoint: static_argnums {statics} must lie in [-{n}, {n}) "
+                             f"for a call with {n} positional argument(s); {bad[0]} does not")
         if current_trace() is None:  # no transform: nothing is kept either way
             return fun(*args, **kwargs)
-        n = len(args)
-        static = {i % n for i in statics} if n else set()
+        static = {i % n for i in statics}
         dyn = [a for i, a in enumerate(args) if i not in static]
         leaves, tree = tree_flatten((dyn, kwargs))
         return _checkpointed(fun, args, static, leaves, tree, prevent_cse)

@@ -115,6 +115,12 @@ def test_policies_and_errors():
         nova.checkpoint(3)
     with pytest.raises(TypeError, match="argument 1 is in static_argnums but holds a traced"):
         nova.grad(lambda v: nova.checkpoint(lambda a, b: a * b, static_argnums=1)(v, v))(1.0)
+    with pytest.raises(ValueError, match=r"static_argnums \(5,\) must lie in \[-2, 2\)"):
+        nova.grad(lambda v: nova.checkpoint(lambda a, n: a * n, static_argnums=5)(v, 2))(1.0)
+    with pytest.raises(ValueError, match="static_argnums"):
+        nova.checkpoint(lambda a, n: a * n, static_argnums=(-3,))(1.0, 2)  # eagerly, too
+    h = nova.checkpoint(lambda a, n: a * n, static_argnums=-1)
+    assert float(nova.grad(h)(1.0, 3)) == 3.0
 
 
 def test_optimization_barrier_on_pytrees():

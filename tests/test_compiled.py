@@ -911,3 +911,15 @@ def test_float_to_int_casts_saturate_as_jax():
             assert np.asarray(jnp.asarray(vals).astype(dt)).tolist() == w
         finally:
             nova.config.update("backend", saved)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 300])
+def test_concatenate_of_many_operands_in_one_kernel(n):
+    # the generated kernel picks each element's operand by a binary search of scf.if; 300
+    # operands (im2col of a 17x17 kernel) once overflowed a linear chain's recursion
+    rng = np.random.default_rng(n)
+    parts = [rng.standard_normal((3, int(k))) for k in rng.integers(0, 4, n)]
+    parts[0] = rng.standard_normal((3, 2))  # at least one non-empty operand
+    f = nova.jit(lambda *ps: jnp.sin(jnp.concatenate(ps, axis=1)) * 2.0)
+    np.testing.assert_allclose(np.asarray(f(*parts)), np.sin(np.concatenate(parts, 1)) * 2.0,
+                               rtol=1e-14)

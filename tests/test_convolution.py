@@ -141,6 +141,44 @@ def test_reduce_window_pooling():
     np.testing.assert_array_equal(np.asarray(m), [2.0, 6.0, 12.0])
 
 
+@pytest.mark.parametrize("jit", [False, True])
+def test_reduce_window_extremum_gradient_goes_to_one_element(jit):
+    def grad_of(op, init, x, window=(2, 2), strides=(1, 1)):
+        f = nova.grad(lambda x: jnp.sum(lax.reduce_window(x, init, op, window, strides)))
+        return np.asarray((nova.jit(f) if jit else f)(x))
+
+    # ties: the first maximum in window order takes the whole derivative (XLA, PyTorch)
+    np.testing.assert_array_equal(grad_of(lax.max, -np.inf, np.array([[1.0, 1.0], [1.0, 0.0]])),
+                                  [[1.0, 0.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(grad_of(lax.max, -np.inf, np.array([[0.0, 1.0], [1.0, 1.0]])),
+                                  [[0.0, 1.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(grad_of(lax.min, np.inf, np.array([[1.0, 0.0], [0.0, 0.0]])),
+                                  [[0.0, 1.0], [0.0, 0.0]])
+    # a NaN wins (the last one, as XLA's select with >=); its value comes out NaN
+    x = np.array([[1.0, np.nan], [0.0, np.nan]])
+    np.testing.assert_array_equal(grad_of(lax.max, -np.inf, x), [[0.0, 0.0], [0.0, 1.0]])
+    assert np.isnan(np.asarray(lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1))).item())
+    # overlapping windows over an all-equal input: each window sends 1 to its first element
+    np.testing.assert_array_equal(grad_of(lax.max, -np.inf, np.ones((3, 3))),
+                                  [[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    # a window of padding only: init is the value, no derivative reaches the input
+    f = lambda x: jnp.sum(lax.reduce_window(x, 0.0, lax.max, (2,), (1,), ((1, 0),)))
+    np.testing.assert_array_equal(np.asarray(nova.grad(f)(np.array([-1.0, 2.0]))), [0.0, 1.0])
+    # integers fold plainly
+    xi = np.array([[3, 1], [3, 2]], np.int32)
+    assert int(lax.reduce_window(xi, np.int32(-100), lax.max, (2, 2), (1, 1))[0, 0]) == 3
+
+
+def test_preferred_element_type_accumulates_in_the_wider_type():
+    # 400 float16 products of ~0.1 each: float16 accumulation would lose ~2 digits
+    x = np.full((1, 1, 20, 20), 0.1, np.float16)
+    w = np.ones((1, 1, 20, 20), np.float16)
+    y = lax.conv(x, w, (1, 1), "VALID", preferred_element_type=np.float32)
+    assert y.dtype == np.float32
+    want = np.float32(np.float16(0.1)) * 400
+    np.testing.assert_allclose(np.asarray(y).item(), want, rtol=1e-6)
+
+
 def test_errors():
     x, w = np.ones((1, 3, 5, 5)), np.ones((2, 3, 3, 3))
     with pytest.raises(TypeError, match="lhs has dtype float64, rhs float32"):
@@ -155,5 +193,11 @@ def test_errors():
         lax.conv(x, w, (1,), "SAME")
     with pytest.raises(ValueError, match="computation must be lax.add"):
         lax.reduce_window(x, 0.0, lambda a, b: a - b, (1, 1, 2, 2), (1, 1, 2, 2))
+    with pytest.raises(ValueError, match="window_strides must be positive"):
+        lax.reduce_window(x, 0.0, lax.add, (1, 1, 2, 2), (1, 1, 0, 2))
+    with pytest.raises(ValueError, match="window_dimensions must be positive"):
+        lax.reduce_window(x, 0.0, lax.add, (1, 1, 0, 2), (1, 1, 1, 1))
+    with pytest.raises(ValueError, match="padding must be 4"):
+        lax.reduce_window(x, 0.0, lax.add, (1, 1, 2, 2), (1, 1, 1, 1), ((0, 0),))
     with pytest.raises(TypeError, match="operands must be floats"):
         lax.conv(x.astype(np.int32), w.astype(np.int32), (1, 1), "SAME")

@@ -1,5 +1,5 @@
-"""jax.lax's dynamic slicing and small helpers (nova/ops/dynamic.py): against NumPy with XLA's
-clamping of starts, eagerly, under jit (traced starts), grad, vmap, and in a fori_loop."""
+"""jax.lax's dynamic slicing and small helpers (nova/ops/dynamic.py): against NumPy with JAX's
+wrapping of negative starts and XLA's clamping, eagerly, under jit (traced starts), grad, vmap, and in a fori_loop."""
 
 from __future__ import annotations
 
@@ -15,20 +15,25 @@ RNG = np.random.default_rng(7)
 X = RNG.standard_normal((5, 6, 4))
 
 
+def _fit(s, d, n):
+    """JAX's start rule: a negative start counts from the end, then XLA's clamp."""
+    s = int(s)
+    return min(max(s + d if s < 0 else s, 0), d - n)
+
+
 def _np_dynamic_slice(x, starts, sizes):
-    starts = [min(max(int(s), 0), d - n) for s, d, n in zip(starts, x.shape, sizes, strict=True)]
+    starts = [_fit(s, d, n) for s, d, n in zip(starts, x.shape, sizes, strict=True)]
     return x[tuple(slice(s, s + n) for s, n in zip(starts, sizes, strict=True))]
 
 
 def _np_dynamic_update_slice(x, u, starts):
-    starts = [min(max(int(s), 0), d - n) for s, d, n in zip(starts, x.shape, u.shape,
-                                                             strict=True)]
+    starts = [_fit(s, d, n) for s, d, n in zip(starts, x.shape, u.shape, strict=True)]
     y = x.copy()
     y[tuple(slice(s, s + n) for s, n in zip(starts, u.shape, strict=True))] = u
     return y
 
 
-STARTS = [(0, 0, 0), (1, 2, 3), (4, 5, 3), (-3, 10, 1), (2, -1, 0)]
+STARTS = [(0, 0, 0), (1, 2, 3), (4, 5, 3), (-3, 10, 1), (2, -1, 0), (-20, -2, -4)]
 
 
 @pytest.mark.parametrize("starts", STARTS)
@@ -82,6 +87,37 @@ def test_in_dim_variants():
                                   X[:, :, 1::2])
 
 
+def test_negative_starts_wrap_unless_refused():
+    x = np.arange(10.0)
+    # as jax.lax: -3 counts from the end, -30 wraps to -20 and clamps to 0
+    np.testing.assert_array_equal(np.asarray(lax.dynamic_slice(x, (-3,), (2,))), [7.0, 8.0])
+    np.testing.assert_array_equal(np.asarray(lax.dynamic_slice(x, (-30,), (2,))), [0.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(lax.dynamic_slice(x, (-1,), (2,))), [8.0, 9.0])
+    f = nova.jit(lambda i: lax.dynamic_slice(x, (i,), (2,)))
+    np.testing.assert_array_equal(np.asarray(f(np.int32(-3))), [7.0, 8.0])
+    # refused: a traced negative start clamps to 0; a static one raises
+    g = nova.jit(lambda i: lax.dynamic_slice(x, (i,), (2,), allow_negative_indices=False))
+    np.testing.assert_array_equal(np.asarray(g(np.int32(-3))), [0.0, 1.0])
+    with pytest.raises(ValueError, match="start index -3 is out of bounds.*allow_negative"):
+        lax.dynamic_slice(x, (-3,), (2,), allow_negative_indices=False)
+    want = x.copy()
+    want[7:9] = 1.0
+    np.testing.assert_array_equal(
+        np.asarray(lax.dynamic_update_slice(x, np.ones(2), (np.int32(-3),))), want)
+    # per axis
+    y = np.arange(12.0).reshape(3, 4)
+    h = nova.jit(lambda i, j: lax.dynamic_slice(y, (i, j), (1, 2),
+                                                allow_negative_indices=(True, False)))
+    np.testing.assert_array_equal(np.asarray(h(np.int32(-1), np.int32(-1))), y[2:3, 0:2])
+    with pytest.raises(ValueError, match="allow_negative_indices has 1 entries"):
+        lax.dynamic_slice(y, (0, 0), (1, 1), allow_negative_indices=(True,))
+    np.testing.assert_array_equal(np.asarray(lax.dynamic_index_in_dim(y, np.int32(-1), 1,
+                                                                      keepdims=False)), y[:, 3])
+    last = nova.jit(lambda i: lax.dynamic_index_in_dim(y, i, 1, keepdims=False,
+                                                       allow_negative_indices=False))
+    np.testing.assert_array_equal(np.asarray(last(np.int32(-1))), y[:, 0])
+
+
 def test_gradients_and_vmap():
     def f(x, i):
         return jnp.sum(jnp.sin(lax.dynamic_slice(x, (i, 1, 0), (2, 3, 4))))
@@ -105,6 +141,8 @@ def test_gradients_and_vmap():
     idx = np.array([0, 3, 9], np.int32)
     rows = nova.vmap(lambda i: lax.dynamic_slice(X, (i, 0, 0), (1, 6, 4)))(idx)
     np.testing.assert_array_equal(np.asarray(rows), np.stack([X[0:1], X[3:4], X[4:5]]))
+    neg = nova.vmap(lambda i: lax.dynamic_slice(X, (i, 0, 0), (1, 6, 4)))(-idx)
+    np.testing.assert_array_equal(np.asarray(neg), np.stack([X[0:1], X[2:3], X[0:1]]))
     written = nova.vmap(lambda i: lax.dynamic_update_index_in_dim(X, jnp.zeros((6, 4), jnp.float64), i, 0))(
         idx)
     for k, i in enumerate([0, 3, 4]):
@@ -149,6 +187,32 @@ def test_helpers():
     np.testing.assert_array_equal(np.asarray(g), [0.0, 10.0, 1.0])
 
 
+def test_clamp_derivatives_follow_jax_at_the_bounds():
+    x = np.array([0.0, 0.5, 1.0, 2.0, -1.0])
+    # JAX: x's derivative only strictly inside, min's below it, max's above it, none at a bound
+    np.testing.assert_array_equal(np.asarray(nova.grad(
+        lambda x: jnp.sum(lax.clamp(0.0, x, 1.0)))(x)), [0.0, 1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(nova.jit(nova.grad(
+        lambda lo: jnp.sum(lax.clamp(lo, x, np.ones(5)))))(np.zeros(5))), [0, 0, 0, 0, 1.0])
+    np.testing.assert_array_equal(np.asarray(nova.grad(
+        lambda hi: jnp.sum(lax.clamp(np.zeros(5), x, hi)))(np.ones(5))), [0, 0, 0, 1.0, 0])
+    # a scalar bound gathers its positions
+    assert float(nova.grad(lambda hi: jnp.sum(lax.clamp(-5.0, x, hi)))(np.float64(0.75))) == 2.0
+    _, t = nova.jvp(lambda x: lax.clamp(0.0, x, 1.0), (x,), (np.ones(5),))
+    np.testing.assert_array_equal(np.asarray(t), [0.0, 1.0, 0.0, 0.0, 0.0])
+    # inverted bounds take XLA's value min(max(x, lo), hi)
+    np.testing.assert_array_equal(np.asarray(lax.clamp(3.0, x, 1.0)), np.ones(5))
+    assert int(lax.clamp(np.int32(0), np.int32(7), np.int32(5))) == 5
+
+
+def test_top_k_orders_signed_zeros_as_jax():
+    vals, idx = lax.top_k(np.array([-0.0, 0.0, 1.0, -0.0]), 4)
+    np.testing.assert_array_equal(np.asarray(idx), [2, 1, 0, 3])
+    assert list(np.signbit(np.asarray(vals))) == [False, False, True, True]
+    _, idx = nova.jit(lambda v: lax.top_k(v, 2))(np.array([[0.0, -0.0, -1.0], [-0.0, 0.0, 0.0]]))
+    np.testing.assert_array_equal(np.asarray(idx), [[0, 1], [1, 2]])
+
+
 def test_errors():
     with pytest.raises(ShapeError, match="2 start indices for an operand of 3"):
         lax.dynamic_slice(X, (0, 0), (1, 1, 1))
@@ -166,3 +230,11 @@ def test_errors():
         lax.top_k(np.ones(5), 6)
     with pytest.raises(IndexError, match="index 5 is out of bounds"):
         lax.index_in_dim(np.ones(5), 5)
+    with pytest.raises(TypeError, match="integer_pow: .* got bool"):
+        lax.integer_pow(np.array([True, False]), 2)
+    with pytest.raises(ValueError, match="expand_dims: repeated axis"):
+        lax.expand_dims(np.ones(3), (0, 0))
+    with pytest.raises(ValueError, match="expand_dims: repeated axis"):
+        lax.expand_dims(np.ones(3), (0, -3))
+    with pytest.raises(ValueError, match="squeeze: repeated axis"):
+        lax.squeeze(np.ones((1, 3)), (0, -2))

@@ -79,6 +79,28 @@ def test_pooling():
     np.testing.assert_array_equal(np.asarray(g), [[[[0.0, 1.0], [0.0, 0.0]]]])
     with pytest.raises(ValueError, match="at most half the kernel"):
         F.max_pool2d(x, 2, padding=2)
+    with pytest.raises(ValueError, match="kernel_size must be an int or 2 positive ints"):
+        F.max_pool2d(x, 0)
+    with pytest.raises(ValueError, match="stride must be an int or 2 positive ints"):
+        F.avg_pool2d(x, 2, stride=(1, 0))
+    with pytest.raises(ValueError, match="dilation must be an int or 2 positive ints"):
+        F.conv2d(x, np.ones((1, 3, 1, 1)), dilation=0)
+    with pytest.raises(ValueError, match="padding must be an int or 2 non-negative ints"):
+        F.conv2d(x, np.ones((1, 3, 1, 1)), padding=-1)
+
+
+def test_max_pool_ties_send_the_gradient_to_the_first_maximum():
+    # PyTorch's max_pool2d picks the first maximum of each window; so does Nova's
+    x = np.array([[[[2.0, 2.0, 1.0, 1.0],
+                    [2.0, 0.0, 1.0, 1.0],
+                    [0.0, 0.0, 3.0, 0.0],
+                    [0.0, 0.0, 0.0, 3.0]]]])
+    g = nova.jit(nova.grad(lambda v: jnp.sum(F.max_pool2d(v, 2))))(x)
+    want = np.zeros_like(x)
+    want[0, 0, 0, 0] = want[0, 0, 0, 2] = want[0, 0, 2, 0] = want[0, 0, 2, 2] = 1.0
+    np.testing.assert_array_equal(np.asarray(g), want)
+    g = nova.grad(lambda v: jnp.sum(F.max_pool2d(v, 3, stride=1, padding=1)))(x)
+    assert float(np.asarray(g).sum()) == 16.0  # one element per window
 
 
 def test_a_small_cnn_learns():

@@ -337,6 +337,34 @@ def test_nan_reductions(name, axis):
                       getattr(np, name)(x, axis=axis, ddof=ddof), rtol=2e-6)
 
 
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_nan_arg_extrema_and_cumulatives(axis):
+    x = _f32(4, 5)
+    x[0, 1] = x[2, 0] = x[3, 4] = np.nan
+    for name in ("nanargmax", "nanargmin"):
+        _same(getattr(jnp, name)(x, axis=axis), getattr(np, name)(x, axis=axis))
+        _same(_jit_call(name, x, axis=axis, keepdims=True),
+              getattr(np, name)(x, axis=axis, keepdims=True))
+    for name in ("nancumsum", "nancumprod"):
+        _same(getattr(jnp, name)(x, axis=axis), getattr(np, name)(x, axis=axis), rtol=2e-6)
+        _same(_jit_call(name, x, axis=axis), getattr(np, name)(x, axis=axis), rtol=2e-6)
+
+
+def test_nan_arg_extrema_all_nan_and_ints():
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan]], np.float32)
+    # jax.numpy's rule: -1 for an all-NaN slice (NumPy raises; values are unknown under jit)
+    _same(jnp.nanargmax(x, axis=1), [2, -1])
+    _same(nova.jit(lambda v: jnp.nanargmin(v, axis=1))(x), [0, -1])
+    assert int(jnp.nanargmax(np.full(3, np.nan, np.float32))) == -1
+    xi = np.array([[3, 1, 3], [0, 5, 5]], np.int32)
+    _same(jnp.nanargmax(xi, axis=1), np.argmax(xi, axis=1))
+    _same(jnp.nancumsum(xi, axis=1), np.cumsum(xi, axis=1))
+    g = nova.grad(lambda v: jnp.sum(jnp.nancumsum(v)))(x[0])
+    _same(g, [3.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="empty"):
+        jnp.nanargmax(np.zeros((2, 0), np.float32), axis=1)
+
+
 def test_nan_reductions_ints_jit_grad_and_quantiles():
     xi = RNG.integers(-4, 5, (3, 4)).astype(np.int32)
     for name in ("nansum", "nanmax", "nanmin", "nanprod", "nanmean"):
@@ -750,7 +778,7 @@ def test_all_listed_functions_exist():
 
     families = [importlib.import_module(f"nova.numpy_impl.{m}")
                 for m in ("mathfuncs", "statistics", "searching", "vectorize")]
-    assert sum(len(m.__all__) for m in families) == 51
+    assert sum(len(m.__all__) for m in families) == 55
     for mod in families:
         for name in mod.__all__:
             f = getattr(jnp, name)

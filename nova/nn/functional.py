@@ -533,10 +533,13 @@ def scaled_dot_product_attention(q, k, v, *, causal: bool = False, mask=None, sc
 # --- convolutions and pooling (PyTorch's torch.nn.functional names and layouts) -----------------
 
 
-def _pair(name: str, v, n: int = 2) -> tuple:
+def _pair(name: str, v, n: int = 2, low: int = 1) -> tuple:
+    """v (an int or n ints, each >= low) as n ints; ValueError otherwise."""
     vals = (v,) * n if isinstance(v, int | np.integer) else tuple(v)
-    if len(vals) != n or any(not isinstance(k, int | np.integer) or k < 0 for k in vals):
-        raise ValueError(f"{name} must be an int or {n} non-negative ints, got {v!r}"
+    if len(vals) != n or any(not isinstance(k, int | np.integer) or isinstance(k, bool)
+                             or k < low for k in vals):
+        kind = "positive" if low == 1 else "non-negative"
+        raise ValueError(f"{name} must be an int or {n} {kind} ints, got {v!r}"
                          f"{where_am_i()}")
     return tuple(int(k) for k in vals)
 
@@ -562,7 +565,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
                              f"{padding!r}{where_am_i()}")
         pad = padding.upper()
     else:
-        pad = [(p, p) for p in _pair("conv2d: padding", padding)]
+        pad = [(p, p) for p in _pair("conv2d: padding", padding, low=0)]
     y = lax.conv_general_dilated(x, w, s, pad, rhs_dilation=d, feature_group_count=groups)
     if bias is not None:
         b = asarray(bias)
@@ -580,7 +583,7 @@ def _pool2d(name, x, kernel_size, stride, padding, computation, init):
                          f"{where_am_i()}")
     k = _pair(f"{name}: kernel_size", kernel_size)
     s = k if stride is None else _pair(f"{name}: stride", stride)
-    p = _pair(f"{name}: padding", padding)
+    p = _pair(f"{name}: padding", padding, low=0)
     if any(2 * pp > kk for pp, kk in zip(p, k, strict=True)):
         raise ValueError(f"{name}: padding {p} must be at most half the kernel {k}"
                          f"{where_am_i()}")
@@ -592,8 +595,8 @@ def _pool2d(name, x, kernel_size, stride, padding, computation, init):
 def max_pool2d(x, kernel_size, stride=None, padding=0) -> Array:
     """The maximum over each kH x kW window, as torch.nn.functional.max_pool2d: x (N, C, H, W)
     or (C, H, W); stride defaults to the kernel size; padding (at most half the kernel) counts
-    as -inf. The gradient goes to each window's maximum (split among ties). Raises ValueError
-    for bad sizes."""
+    as -inf. The gradient goes to each window's maximum (the first one among ties, as PyTorch).
+    Raises ValueError for bad sizes."""
     x = asarray(x)
     return _pool2d("max_pool2d", x, kernel_size, stride, padding, lax.max,
                    -np.inf if dtypes.is_float(x.dtype) else np.iinfo(x.dtype).min)
@@ -607,7 +610,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad: bool =
         raise TypeError(f"avg_pool2d: x must be a float array, got {x.dtype}{where_am_i()}")
     k = _pair("avg_pool2d: kernel_size", kernel_size)
     total = _pool2d("avg_pool2d", x, kernel_size, stride, padding, lax.add, 0.0)
-    if count_include_pad or _pair("avg_pool2d: padding", padding) == (0, 0):
+    if count_include_pad or _pair("avg_pool2d: padding", padding, low=0) == (0, 0):
         return total / float(k[0] * k[1])
     ones = jnp.ones((1, *x.shape[-2:]), x.dtype)
     count = _pool2d("avg_pool2d", ones, kernel_size, stride, padding, lax.add, 0.0)

@@ -146,7 +146,7 @@ class Conv2d(Module):
         dt = dtypes.canonicalize(dtype)
         w = nr.uniform(kw, (out_channels, in_channels // groups, *k), dt, -bound, bound)
         b = nr.uniform(kb, (out_channels,), dt, -bound, bound) if bias else None
-        pad = padding if isinstance(padding, str) else F._pair("Conv2d: padding", padding)
+        pad = padding if isinstance(padding, str) else F._pair("Conv2d: padding", padding, low=0)
         return cls(w, b, F._pair("Conv2d: stride", stride), pad,
                    F._pair("Conv2d: dilation", dilation), int(groups))
 

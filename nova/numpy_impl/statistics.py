@@ -30,6 +30,10 @@ __all__ = [
     "corrcoef",
     "cov",
     "median",
+    "nanargmax",
+    "nanargmin",
+    "nancumprod",
+    "nancumsum",
     "nanmax",
     "nanmean",
     "nanmedian",
@@ -269,6 +273,43 @@ def _nan_extremum(name, fill):
 
 nanmax = _nan_extremum("nanmax", -np.inf)
 nanmin = _nan_extremum("nanmin", np.inf)
+
+
+def _nan_arg_extremum(name, fill):
+    def f(a, axis=None, out=None, keepdims=None):
+        x = asarray(a)
+        red = jnp.argmax if name == "nanargmax" else jnp.argmin
+        keep = bool(keepdims)
+        if not dtypes.is_float(x.dtype):
+            return red(x, axis=axis, out=out, keepdims=keep)
+        y = red(_nan_filled(x, fill), axis=axis, out=out, keepdims=keep)
+        all_nan = jnp.all(lax.isnan(x), axis=axis, keepdims=keep)
+        return lax.select(jnp.reshape(all_nan, y.shape), _full(y, -1), y)
+
+    what = "maxima" if name == "nanargmax" else "minima"
+    f.__name__ = name
+    f.__doc__ = (f"Indices of the {what} along `axis` ignoring NaNs (numpy.{name}, jax.numpy's "
+                 "rule for an all-NaN slice: index -1, where NumPy raises -- values are not "
+                 "known under jit). int32 with the input's shape less `axis` (kept as 1 with "
+                 "keepdims). Ties give the first index. Raises ValueError for an empty axis or "
+                 "an axis out of range, TypeError for `out`.")
+    return f
+
+
+nanargmax = _nan_arg_extremum("nanargmax", -np.inf)
+nanargmin = _nan_arg_extremum("nanargmin", np.inf)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """cumsum treating NaN as 0 (numpy.nancumsum): a leading run of NaN gives zeros. Shapes,
+    dtypes and errors as nova.numpy.cumsum."""
+    return jnp.cumsum(_nan_filled(asarray(a), 0), axis=axis, dtype=dtype, out=out)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """cumprod treating NaN as 1 (numpy.nancumprod). Shapes, dtypes and errors as
+    nova.numpy.cumprod."""
+    return jnp.cumprod(_nan_filled(asarray(a), 1), axis=axis, dtype=dtype, out=out)
 
 
 def _nan_moments(a, axis, dtype, keepdims):

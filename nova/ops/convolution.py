@@ -10,7 +10,9 @@ mode, forward mode and vmap come from pad, slice, concatenate and dot_general's 
 stacked patches take kernel-size times the input's memory (a 3x3 convolution: 9x).
 
 `reduce_window` with lax.add, lax.max, lax.min or lax.mul folds the same strided slices
-elementwise (pooling).
+elementwise (pooling). A float max or min then routes each window's derivative to one element,
+as XLA's select-and-scatter does: the first maximum in window order (the last NaN when the
+window holds NaN), so tied inputs do not split the gradient.
 """
 
 from __future__ import annotations
@@ -144,6 +146,11 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     strides = _ints("window_strides", window_strides, nsp, 1)
     ldil = _ints("lhs_dilation", lhs_dilation, nsp, 1)
     rdil = _ints("rhs_dilation", rhs_dilation, nsp, 1)
+    if preferred_element_type is not None:
+        wide = dtypes.canonicalize(preferred_element_type)
+        if dtypes.is_float(wide) and wide.itemsize > x.dtype.itemsize:
+            # accumulate in the wider type: the GEMM's operands take it
+            x, w = ew.convert_element_type(x, wide), ew.convert_element_type(w, wide)
     # canonical layouts: x (N, C, spatial...), w (O, I, kernel...)
     x = st.transpose(x, lspec)
     w = st.transpose(w, rspec)
@@ -236,6 +243,10 @@ def reduce_window(operand, init_value, computation, window_dimensions: Sequence[
     if len(window) != nd or len(strides) != nd or len(wdil) != nd:
         raise ValueError(f"reduce_window: window_dimensions, strides and dilation need {nd} "
                          f"entries (operand shape {x.shape})")
+    for name, v in (("window_dimensions", window), ("window_strides", strides),
+                    ("window_dilation", wdil)):
+        if any(k < 1 for k in v):
+            raise ValueError(f"reduce_window: {name} must be positive, got {v}")
     if base_dilation is not None and any(d != 1 for d in base_dilation):
         raise NotImplementedError("reduce_window: base_dilation is not implemented")
     eff = [(k - 1) * d + 1 for k, d in zip(window, wdil, strict=True)]
@@ -243,6 +254,9 @@ def reduce_window(operand, init_value, computation, window_dimensions: Sequence[
         pads = padtype_to_pads(x.shape, eff, strides, padding)
     else:
         pads = [tuple(operator.index(p) for p in pair) for pair in padding]
+        if len(pads) != nd or any(len(p) != 2 for p in pads):
+            raise ValueError(f"reduce_window: padding must be {nd} (low, high) pairs, got "
+                             f"{padding}")
     init = _array(init_value)
     if init.shape != ():
         raise ShapeError(f"reduce_window: init_value must be a scalar, got shape {init.shape}")
@@ -254,6 +268,25 @@ def reduce_window(operand, init_value, computation, window_dimensions: Sequence[
     if 0 in out_shape:
         return acc
     op = _FOLDS[fold]
-    for part in _windows(x, window, strides, wdil, out_shape, lead=0):
-        acc = op(acc, part)
-    return acc
+    parts = list(_windows(x, window, strides, wdil, out_shape, lead=0))
+    if fold not in ("max", "min") or not dtypes.is_float(x.dtype):
+        for part in parts:
+            acc = op(acc, part)
+        return acc
+    return _select_extremum(op, acc, parts)
+
+
+def _select_extremum(op, acc, parts):
+    """The max (or min) of init `acc` and the window `parts`, as one of them: the first part
+    equal to it, else the last NaN part, else init -- so the derivative reaches that one part
+    only (select's rule) instead of splitting among ties as a chain of max would."""
+    m = acc
+    for part in parts:
+        m = op(m, ew.stop_gradient(part))
+    m = ew.stop_gradient(m)
+    out = acc
+    for part in reversed(parts):
+        out = ew.select(ew.eq(part, m), part, out)
+    for part in parts:
+        out = ew.select(ew.isnan(part), part, out)
+    return out

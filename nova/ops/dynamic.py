@@ -1,8 +1,10 @@
 """jax.lax's slicing at traced positions and its small helpers, built on Nova's primitives.
 
 `dynamic_slice` and `dynamic_update_slice` take start indices that may be traced (a loop
-counter inside `lax.fori_loop`, a position in a KV cache). As in XLA, every start is clamped so
-that the slice fits: into [0, operand.shape[k] - size[k]]; out-of-range starts never fail.
+counter inside `lax.fori_loop`, a position in a KV cache). As in JAX, a negative start counts
+from the end (start + operand.shape[k]) unless `allow_negative_indices=False`; then, as in XLA,
+every start is clamped so that the slice fits: into [0, operand.shape[k] - size[k]], so
+out-of-range starts never fail.
 Starts that are Python ints are static: those axes are cut by `slice` at trace time; the
 traced ones go through `gather` (reads) or `scatter` "set" (writes) over the slice's index
 grid, so reverse mode, forward mode and vmap come from those primitives' rules.
@@ -58,10 +60,33 @@ def _starts(start_indices, ndim: int, name: str) -> list:
     return out
 
 
-def _clamped(s, hi: int):
-    """Start s clamped into [0, hi] (hi >= 0): an int, or an int32 scalar array."""
+def _negatives(allow_negative_indices, ndim: int, name: str) -> list[bool]:
+    """allow_negative_indices (a bool, or one per axis) as one bool per axis."""
+    if isinstance(allow_negative_indices, bool | np.bool_):
+        return [bool(allow_negative_indices)] * ndim
+    flags = [bool(f) for f in allow_negative_indices]
+    if len(flags) != ndim:
+        raise ValueError(f"{name}: allow_negative_indices has {len(flags)} entries for an "
+                         f"operand of {ndim} dimension(s)")
+    return flags
+
+
+def _clamped(s, dim: int, size: int, wrap: bool, name: str):
+    """Start s of an axis of length dim for a slice of `size` entries: negative counts from the
+    end when `wrap` (JAX's allow_negative_indices), then clamped into [0, dim - size]. s is an
+    int (a static negative start without `wrap` raises ValueError, as JAX) or an int32
+    scalar array."""
+    hi = dim - size
     if isinstance(s, int):
+        if s < 0 and not wrap:
+            raise ValueError(f"{name}: start index {s} is out of bounds for an axis of size "
+                             f"{dim} with allow_negative_indices=False")
+        if s < 0:
+            s += dim
         return min(max(s, 0), hi)
+    if wrap:
+        zero = st.full((), 0, dtypes.int32)
+        s = ew.select(ew.lt(s, zero), ew.add(s, st.full((), dim, dtypes.int32)), s)
     lo_c = st.full((), 0, dtypes.int32)
     hi_c = st.full((), hi, dtypes.int32)
     return ew.min(ew.max(s, lo_c), hi_c)
@@ -79,12 +104,14 @@ def _grid(starts: list, sizes: tuple):
     return cols[0] if len(cols) == 1 else sl.concatenate(cols, len(sizes))
 
 
-def dynamic_slice(operand, start_indices, slice_sizes):
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
     """operand[s0:s0 + n0, s1:s1 + n1, ...] for starts s (ints or traced int scalars, or a 1-d
-    int array) and static sizes n, as jax.lax.dynamic_slice: each start is clamped into
-    [0, operand.shape[k] - n[k]]. Returns an array of shape `slice_sizes` and operand's dtype.
-    Raises ShapeError for a wrong number of starts or sizes, or a size outside [0, dim];
-    TypeError for a start that is not an integer scalar."""
+    int array) and static sizes n, as jax.lax.dynamic_slice: a negative start counts from the
+    end (unless allow_negative_indices is False for its axis: a bool or one per axis), then
+    each start is clamped into [0, operand.shape[k] - n[k]]. Returns an array of shape
+    `slice_sizes` and operand's dtype. Raises ShapeError for a wrong number of starts or
+    sizes, or a size outside [0, dim]; TypeError for a start that is not an integer scalar;
+    ValueError for a static negative start that may not wrap."""
     x = _array(operand)
     sizes = tuple(operator.index(n) for n in slice_sizes)
     if len(sizes) != x.ndim:
@@ -94,8 +121,10 @@ def dynamic_slice(operand, start_indices, slice_sizes):
         if not 0 <= n <= d:
             raise ShapeError(f"dynamic_slice: slice size {n} of axis {k} is outside [0, {d}] "
                              f"(operand shape {x.shape})")
-    starts = [_clamped(s, d - n) for s, d, n in
-              zip(_starts(start_indices, x.ndim, "dynamic_slice"), x.shape, sizes, strict=True)]
+    wraps = _negatives(allow_negative_indices, x.ndim, "dynamic_slice")
+    starts = [_clamped(s, d, n, w, "dynamic_slice") for s, d, n, w in
+              zip(_starts(start_indices, x.ndim, "dynamic_slice"), x.shape, sizes, wraps,
+                  strict=True)]
     static = [isinstance(s, int) for s in starts]
     lo = [s if f else 0 for s, f in zip(starts, static, strict=True)]
     hi = [s + n if f else d for s, n, d, f in zip(starts, sizes, x.shape, static, strict=True)]
@@ -110,12 +139,14 @@ def dynamic_slice(operand, start_indices, slice_sizes):
     return st.transpose(g, tuple(order.index(k) for k in range(x.ndim)))
 
 
-def dynamic_update_slice(operand, update, start_indices):
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
     """operand with `update` written at the starts (ints or traced int scalars, or a 1-d int
-    array), as jax.lax.dynamic_update_slice: each start is clamped into
+    array), as jax.lax.dynamic_update_slice: a negative start counts from the end (unless
+    allow_negative_indices is False for its axis), then each start is clamped into
     [0, operand.shape[k] - update.shape[k]]. Returns an array of operand's shape and dtype.
     Raises TypeError when the dtypes differ or a start is not an integer scalar, ShapeError
-    when update has another rank or a larger extent than operand."""
+    when update has another rank or a larger extent than operand, ValueError for a static
+    negative start that may not wrap."""
     x = _array(operand)
     u = _array(update)
     if u.dtype != x.dtype:
@@ -124,9 +155,10 @@ def dynamic_update_slice(operand, update, start_indices):
     if u.ndim != x.ndim or any(n > d for n, d in zip(u.shape, x.shape, strict=True)):
         raise ShapeError(f"dynamic_update_slice: update of shape {u.shape} does not fit in "
                          f"operand of shape {x.shape}")
-    starts = [_clamped(s, d - n) for s, d, n in
+    wraps = _negatives(allow_negative_indices, x.ndim, "dynamic_update_slice")
+    starts = [_clamped(s, d, n, w, "dynamic_update_slice") for s, d, n, w in
               zip(_starts(start_indices, x.ndim, "dynamic_update_slice"), x.shape, u.shape,
-                  strict=True)]
+                  wraps, strict=True)]
     if u.size == 0:
         return x
     # Axes the update covers whole at a static start need no index (scatter's "rest" axes).
@@ -147,7 +179,8 @@ def _axis(axis: int, ndim: int, name: str) -> int:
     return axis % ndim
 
 
-def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
+def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
+                         allow_negative_indices: bool = True):
     """dynamic_slice along one axis (jax.lax.dynamic_slice_in_dim)."""
     x = _array(operand)
     a = _axis(axis, x.ndim, "dynamic_slice_in_dim")
@@ -155,28 +188,31 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
     starts[a] = start_index
     sizes = list(x.shape)
     sizes[a] = slice_size
-    return dynamic_slice(x, starts, sizes)
+    return dynamic_slice(x, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True):
+def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
+                         allow_negative_indices: bool = True):
     """The entry at (traced) position `index` of `axis` (jax.lax.dynamic_index_in_dim); the
     axis is kept with size 1 when keepdims, else removed."""
     x = _array(operand)
     a = _axis(axis, x.ndim, "dynamic_index_in_dim")
-    y = dynamic_slice_in_dim(x, index, 1, a)
+    y = dynamic_slice_in_dim(x, index, 1, a, allow_negative_indices=allow_negative_indices)
     return y if keepdims else st.reshape(y, x.shape[:a] + x.shape[a + 1:])
 
 
-def dynamic_update_slice_in_dim(operand, update, start_index, axis: int):
+def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
+                                allow_negative_indices: bool = True):
     """dynamic_update_slice along one axis (jax.lax.dynamic_update_slice_in_dim)."""
     x = _array(operand)
     a = _axis(axis, x.ndim, "dynamic_update_slice_in_dim")
     starts = [0] * x.ndim
     starts[a] = start_index
-    return dynamic_update_slice(x, update, starts)
+    return dynamic_update_slice(x, update, starts, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_update_index_in_dim(operand, update, index, axis: int):
+def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
+                                allow_negative_indices: bool = True):
     """Writes `update` at position `index` of `axis` (jax.lax.dynamic_update_index_in_dim);
     update may lack that axis (it is added with size 1)."""
     x = _array(operand)
@@ -184,7 +220,8 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int):
     u = _array(update)
     if u.ndim == x.ndim - 1:
         u = st.reshape(u, u.shape[:a] + (1,) + u.shape[a:])
-    return dynamic_update_slice_in_dim(x, u, index, a)
+    return dynamic_update_slice_in_dim(x, u, index, a,
+                                       allow_negative_indices=allow_negative_indices)
 
 
 def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
@@ -219,8 +256,11 @@ def expand_dims(array, dimensions):
     """array with size-1 axes inserted at `dimensions` (positions in the result), as
     jax.lax.expand_dims."""
     x = _array(array)
+    dimensions = tuple(dimensions)
     nd = x.ndim + len(dimensions)
     dims = sorted(_axis(d, nd, "expand_dims") for d in dimensions)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"expand_dims: repeated axis in dimensions {tuple(dimensions)}")
     shape = list(x.shape)
     for d in dims:
         shape.insert(d, 1)
@@ -231,7 +271,10 @@ def squeeze(array, dimensions):
     """array without the size-1 axes `dimensions` (jax.lax.squeeze). Raises ValueError for an
     axis whose size is not 1."""
     x = _array(array)
+    dimensions = tuple(dimensions)
     dims = {_axis(d, x.ndim, "squeeze") for d in dimensions}
+    if len(dims) != len(dimensions):
+        raise ValueError(f"squeeze: repeated axis in dimensions {tuple(dimensions)}")
     for d in dims:
         if x.shape[d] != 1:
             raise ValueError(f"squeeze: axis {d} has size {x.shape[d]}, not 1 (shape "
@@ -240,8 +283,10 @@ def squeeze(array, dimensions):
 
 
 def clamp(min, x, max):
-    """min <= x <= max elementwise (jax.lax.clamp): min and max are scalars or of x's shape,
-    of x's dtype (Python scalars take it). Raises ShapeError / TypeError otherwise."""
+    """min <= x <= max elementwise (jax.lax.clamp; XLA's value min(max(x, min), max)): min and
+    max are scalars or of x's shape, of x's dtype (Python scalars take it). Derivatives follow
+    JAX's rules: x's where min < x < max, min's where x < min < max, max's where max < x, and
+    none at a bound (x == min or x == max). Raises ShapeError / TypeError otherwise."""
     x = _array(x)
     from nova.numpy_impl.util import asarray
 
@@ -257,7 +302,15 @@ def clamp(min, x, max):
                             f"match)")
     lo = st.broadcast_in_dim(lo, x.shape, ()) if lo.shape != x.shape else lo
     hi = st.broadcast_in_dim(hi, x.shape, ()) if hi.shape != x.shape else hi
-    return ew.min(ew.max(x, lo), hi)
+    value = ew.min(ew.max(x, lo), hi)
+    if not dtypes.is_float(x.dtype):
+        return value
+    # Each position takes the operand its derivative belongs to (the three masks exclude one
+    # another and each picks an operand equal to the value); elsewhere -- at a bound, or a
+    # NaN -- the value carries no derivative.
+    out = ew.select(ew.lt(hi, x), hi, ew.stop_gradient(value))
+    out = ew.select(ew.bitwise_and(ew.gt(lo, x), ew.lt(lo, hi)), lo, out)
+    return ew.select(ew.bitwise_and(ew.gt(x, lo), ew.lt(x, hi)), x, out)
 
 
 def integer_pow(x, y: int):
@@ -265,6 +318,9 @@ def integer_pow(x, y: int):
     jax.lax.integer_pow); a negative y takes the reciprocal (floats only)."""
     x = _array(x)
     y = operator.index(y)
+    if x.dtype == np.bool_:
+        raise TypeError("integer_pow: the operand must be an integer or float array, got "
+                        "bool")
     if y < 0 and not dtypes.is_float(x.dtype):
         raise TypeError(f"integer_pow: a negative exponent needs a float operand, got "
                         f"{x.dtype}")
@@ -282,7 +338,8 @@ def integer_pow(x, y: int):
 
 def top_k(operand, k: int):
     """The k largest entries along the last axis, largest first, and their int32 positions
-    (jax.lax.top_k): equal values come in the order of their positions; NaN counts as largest.
+    (jax.lax.top_k): equal values come in the order of their positions, +0.0 before -0.0 (as
+    JAX's total order); NaN counts as largest.
     Raises ValueError for k outside [0, operand.shape[-1]]."""
     x = _array(operand)
     if x.ndim < 1:
@@ -293,8 +350,15 @@ def top_k(operand, k: int):
         raise ValueError(f"top_k: k={k} is outside [0, {n}] (the last axis)")
     last = x.ndim - 1
     pos = st.iota(dtypes.int32, x.shape, last)
-    # ascending by (value, -position): the last k, reversed, are the largest with ties in order
-    vals, negpos = so.sort([x, ew.neg(pos)], last, num_keys=2)
+    # ascending by (value, -position): the last k, reversed, are the largest with ties in order;
+    # for floats a middle key puts -0.0 below +0.0 (1/x < 0 tells them apart).
+    if dtypes.is_float(x.dtype):
+        zero = st.full(x.shape, 0, x.dtype)
+        positive = ew.convert_element_type(
+            ew.bitwise_not(ew.lt(ew.div(st.full(x.shape, 1, x.dtype), x), zero)), dtypes.int32)
+        vals, _, negpos = so.sort([x, positive, ew.neg(pos)], last, num_keys=3)
+    else:
+        vals, negpos = so.sort([x, ew.neg(pos)], last, num_keys=2)
     lo = [0] * x.ndim
     lo[-1] = n - k
     vals = sl.rev(sl.slice(vals, lo, x.shape), (last,))

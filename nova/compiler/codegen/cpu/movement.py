@@ -90,7 +90,9 @@ class MovementMixin:
 
     def _concatenate(self, e, idx) -> Value:
         """The operand whose range along the dimension holds the index, read at the index minus
-        the operand's offset: a chain of scf.if on the index (empty operands never chosen)."""
+        the operand's offset: a binary search of scf.if on the index over the operands' ranges
+        (empty operands never chosen), so an element costs log2(operands) comparisons and the
+        nesting stays shallow for hundreds of operands (im2col of a large kernel)."""
         d = e.params["dimension"]
         o = idx[d]
         b = self.b
@@ -98,27 +100,27 @@ class MovementMixin:
         for u in e.inputs:
             n = u.type.shape[d]
             if n:
-                pieces.append((off, off + n, u))
+                pieces.append((off, u))
             off += n
-        self._uniform(o, [hi for _, hi, _ in pieces[:-1]])
+        self._uniform(o, [lo for lo, _ in pieces[1:]])
 
-        def piece(k):
-            lo, hi, u = pieces[k]
+        def at(k):
+            lo, u = pieces[k]
+            shifted = b.add(o, b.const(-lo, "index"))  # the position inside operand u
+            return self.value(u, idx[:d] + (shifted,) + idx[d + 1:])
 
-            def at(u=u, lo=lo):
-                shifted = b.add(o, b.const(-lo, "index"))  # the position inside operand u
-                return self.value(u, idx[:d] + (shifted,) + idx[d + 1:])
-
-            if k == len(pieces) - 1:
-                return at()
-            cond = self._index_cmp("lt", o, hi)
+        def search(first, last):  # the index lies in pieces[first:last]
+            if last - first == 1:
+                return at(first)
+            mid = (first + last) // 2
+            cond = self._index_cmp("lt", o, pieces[mid][0])
             if cond is True:
-                return at()
+                return search(first, mid)
             if cond is False:
-                return piece(k + 1)
-            return self._branch(cond, at, lambda: piece(k + 1))
+                return search(mid, last)
+            return self._branch(cond, lambda: search(first, mid), lambda: search(mid, last))
 
-        return piece(0)
+        return search(0, len(pieces))
 
     def _pad(self, e, idx) -> Value:
         """The operand where the index falls on one of its elements (inside the low/high edges

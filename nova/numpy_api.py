@@ -75,7 +75,10 @@ def _scalar_type(name: str, dtype) -> _ScalarType:
 
 bool_ = _scalar_type("bool_", _dtypes.bool_)
 uint8 = _scalar_type("uint8", _dtypes.uint8)
+uint16 = _scalar_type("uint16", _dtypes.uint16)
 uint32 = _scalar_type("uint32", _dtypes.uint32)
+int8 = _scalar_type("int8", _dtypes.int8)
+int16 = _scalar_type("int16", _dtypes.int16)
 int32 = _scalar_type("int32", _dtypes.int32)
 int64 = _scalar_type("int64", _dtypes.int64)
 float16 = _scalar_type("float16", _dtypes.float16)
@@ -113,6 +116,57 @@ dtype = _np.dtype
 def result_type(*args):
     """The promoted dtype of arrays, dtypes and Python scalars (JAX's lattice)."""
     return _dtypes.result_type(*args)
+
+
+def promote_types(a, b):
+    """The dtype both dtypes promote to (jax.numpy.promote_types: JAX's lattice, both strongly
+    typed): int8 and uint8 give int16, int32 and float16 give float16, float16 and bfloat16
+    float32. Raises TypeError for a dtype Nova does not support."""
+    return _dtypes.result_type(_dtypes.canonicalize(a, arg_name="a"),
+                               _dtypes.canonicalize(b, arg_name="b"))
+
+
+def can_cast(from_, to, casting="safe"):
+    """Whether a cast from dtype (or an array's dtype) `from_` to `to` is allowed under the
+    rule `casting` ("no", "equiv", "safe", "same_kind", "unsafe"), as numpy.can_cast (and
+    jax.numpy's, bfloat16 included). Raises TypeError for an unknown dtype, ValueError for an
+    unknown rule."""
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise ValueError(f"can_cast: casting must be 'no', 'equiv', 'safe', 'same_kind' or "
+                         f"'unsafe', got {casting!r}")
+    src = getattr(from_, "dtype", None)
+    src = _dtypes.canonicalize(from_ if src is None else src, arg_name="from_")
+    return bool(_np.can_cast(src, _dtypes.canonicalize(to, arg_name="to"), casting))
+
+
+_ISDTYPE_KINDS = {
+    "bool": lambda d: d == _dtypes.bool_,
+    "signed integer": lambda d: _dtypes.is_int(d) and not _dtypes.is_unsigned(d),
+    "unsigned integer": _dtypes.is_unsigned,
+    "integral": _dtypes.is_int,
+    "real floating": _dtypes.is_float,
+    "complex floating": lambda d: False,  # Nova has no complex dtypes
+    "numeric": lambda d: _dtypes.is_int(d) or _dtypes.is_float(d),
+}
+
+
+def isdtype(dtype, kind):
+    """Whether `dtype` is of `kind` (the Array API's isdtype, as jax.numpy.isdtype): kind is a
+    dtype, one of "bool", "signed integer", "unsigned integer", "integral", "real floating",
+    "complex floating", "numeric", or a tuple of those (any matches). bfloat16 is a real
+    floating type. Raises TypeError for an unknown kind or dtype."""
+    d = _dtypes.canonicalize(dtype)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if isinstance(k, str):
+            if k not in _ISDTYPE_KINDS:
+                raise TypeError(f"isdtype: unknown kind {k!r}; expected a dtype or one of "
+                                f"{', '.join(map(repr, _ISDTYPE_KINDS))}")
+            if _ISDTYPE_KINDS[k](d):
+                return True
+        elif d == _dtypes.canonicalize(k, arg_name="kind"):
+            return True
+    return False
 
 
 def shape(a):

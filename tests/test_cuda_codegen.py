@@ -45,12 +45,19 @@ def _scatter_rows(op, upd, mode):
     return scatter(op, jnp.asarray(rows), upd, axes=(0,), mode=mode)
 
 
+def _narrow_ints(x, y):
+    z = x * 3 + y - (x >> 1) + x // (y | 1)
+    return z, z.astype(np.float32) * 0.5, jnp.sum(z, axis=1), jnp.max(x, axis=1)
+
+
 # (name, function, argument specs): elementwise with broadcasts and casts, odd shapes (scalar
 # code), row reductions forward and backward, argmax, a column reduction, contractions with
 # epilogues and transposed/batched/bf16 operands.
 CASES = [
     ("gelu_bias", lambda x, b: F.gelu(x + b, approximate=True), [S((64, 256), f32), S((256,), f32)]),
     ("odd_elementwise", lambda x: jnp.exp(x) * 2.0 - x, [S((7, 13), f32)]),
+    ("narrow_ints", _narrow_ints, [S((8, 70), np.int8), S((8, 70), np.int8)]),
+    ("narrow_ints16", _narrow_ints, [S((8, 70), np.uint16), S((8, 70), np.uint16)]),
     ("bf16_cast", lambda x: (x.astype(bf16) * 3).astype(f32), [S((32, 64), f32)]),
     ("concat_pad", lambda x, y: jnp.pad(jnp.concatenate([x, y], axis=1), ((0, 0), (4, 4))),
      [S((16, 32), f32), S((16, 32), f32)]),
@@ -890,3 +897,18 @@ def test_memory_plan_without_ptx_is_the_executables():
     assert plan["launches"] == len(exe.launches)
     assert plan["in_place"] == len(exe.plan.aliases)
     assert 0 < sum(b for b, _, _ in plan["live_at_peak"]) <= plan["arena_bytes"]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint16])
+def test_narrow_integer_kernels_simulate_and_assemble(dtype):
+    """int8 / int16 / uint16 elementwise (wrapping arithmetic, shifts, division), a cast to
+    float, a row sum (accumulated in int32) and a row max, run by the SIMT simulator against
+    the NumPy reference (CASES' narrow_ints checks their PTX)."""
+    fn = _narrow_ints
+
+    specs = [S((8, 70), dtype), S((8, 70), dtype)]
+    got, want = _simulate_program(fn, specs, "highest")
+    for g, w in zip(got, want, strict=True):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    assert np.asarray(want[0]).dtype == dtype and np.asarray(want[2]).dtype == np.int32

@@ -1,5 +1,6 @@
 """jax.lax's dynamic slicing and small helpers (nova/ops/dynamic.py): against NumPy with JAX's
-wrapping of negative starts and XLA's clamping, eagerly, under jit (traced starts), grad, vmap, and in a fori_loop."""
+wrapping of negative starts and XLA's clamping, eagerly, under jit (traced starts), grad, vmap,
+and in a fori_loop."""
 
 from __future__ import annotations
 

@@ -9,7 +9,10 @@ import numpy as np
 
 bool_ = np.dtype(np.bool_)
 uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
 uint32 = np.dtype(np.uint32)  # random bits and keys
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
 int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
 float16 = np.dtype(np.float16)
@@ -17,11 +20,15 @@ bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 
-SUPPORTED = (bool_, uint8, uint32, int32, int64, float16, bfloat16, float32, float64)
+SUPPORTED = (bool_, uint8, uint16, uint32, int8, int16, int32, int64, float16, bfloat16, float32,
+             float64)
 # For membership tests on hot paths (a tuple compares a dtype with each entry: ~0.6 us).
 SUPPORTED_SET = frozenset(SUPPORTED)
 FLOATS = (float16, bfloat16, float32, float64)
-INTS = (uint8, uint32, int32, int64)
+INTS = (uint8, uint16, uint32, int8, int16, int32, int64)
+UNSIGNED = (uint8, uint16, uint32)
+# Integers narrower than the default int: sums and products accumulate in int32 (jnp.sum's rule).
+SMALL_INTS = (uint8, uint16, int8, int16)
 
 default_float = float32
 # Like JAX without x64: a Python int or a list of them becomes int32.
@@ -31,7 +38,10 @@ default_int = int32
 MLIR_NAME = {
     bool_: "i1",
     uint8: "ui8",
+    uint16: "ui16",
     uint32: "ui32",
+    int8: "i8",
+    int16: "i16",
     int32: "i32",
     int64: "i64",
     float16: "f16",
@@ -45,7 +55,10 @@ _ALIASES = {
     "bool": bool_,
     "bool_": bool_,
     "uint8": uint8,
+    "uint16": uint16,
     "uint32": uint32,
+    "int8": int8,
+    "int16": int16,
     "int32": int32,
     "int64": int64,
     "float16": float16,
@@ -96,6 +109,10 @@ def is_int(d) -> bool:
     return np.dtype(d) in INTS
 
 
+def is_unsigned(d) -> bool:
+    return np.dtype(d) in UNSIGNED
+
+
 def is_bool(d) -> bool:
     return np.dtype(d) == bool_
 
@@ -111,8 +128,11 @@ _WEAK_INT = "i*"
 _WEAK_FLOAT = "f*"
 _SUPERS = {
     bool_: [_WEAK_INT],
-    _WEAK_INT: [uint8, int32],
-    uint8: [int32, uint32],
+    _WEAK_INT: [uint8, int8],
+    uint8: [uint16, int16],
+    int8: [int16],
+    uint16: [uint32, int32],
+    int16: [int32],
     uint32: [int64],
     int32: [int64],
     int64: [_WEAK_FLOAT],
@@ -172,7 +192,7 @@ def result_type(*args) -> np.dtype:
     """The promoted dtype of arrays, dtypes and Python scalars (weakly typed), JAX's lattice.
 
     Examples: int32 + 1.0 -> float32; float16 + 2 -> float16; uint8 + int32 -> int32;
-    float16 + bfloat16 -> float32; bool + bool -> bool.
+    uint8 + int8 -> int16; int8 + 3 -> int8; float16 + bfloat16 -> float32; bool + bool -> bool.
     """
     node = None
     for a in args:

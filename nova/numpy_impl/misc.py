@@ -27,7 +27,7 @@ def right_shift(x1, x2, /):
     """x1 >> x2 elementwise (numpy.right_shift): arithmetic for signed, logical for unsigned
     integers; shifts of the bit width or more give the sign fill (or 0)."""
     a, b = _int_args("right_shift", x1, x2)
-    if a.dtype in (dtypes.uint8, dtypes.uint32):
+    if dtypes.is_unsigned(a.dtype):
         return lax.shift_right_logical(a, b)
     return lax.shift_right_arithmetic(a, b)
 

@@ -23,7 +23,7 @@ def _keep(y, x_shape, axes, keepdims):
 def _sum_dtype(x, dtype):
     if dtype is not None:
         return dtypes.canonicalize(dtype)
-    if x.dtype in (dtypes.bool_, dtypes.uint8):
+    if x.dtype == dtypes.bool_ or x.dtype in dtypes.SMALL_INTS:
         return dtypes.default_int
     return x.dtype
 

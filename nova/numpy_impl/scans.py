@@ -10,10 +10,10 @@ __all__ = ["cumsum", "cumprod"]
 
 
 def _accumulation_dtype(x, dtype):
-    # As sum/prod: bool and uint8 accumulate in int32 unless a dtype is given.
+    # As sum/prod: bool and ints narrower than int32 accumulate in int32 unless a dtype is given.
     if dtype is not None:
         return dtypes.canonicalize(dtype)
-    if x.dtype in (dtypes.bool_, dtypes.uint8):
+    if x.dtype == dtypes.bool_ or x.dtype in dtypes.SMALL_INTS:
         return dtypes.default_int
     return x.dtype
 
@@ -43,8 +43,9 @@ def _cumulative(name, op):
     what = "sum" if name == "cumsum" else "product"
     f.__doc__ = (
         f"Cumulative {what} along `axis` (numpy.{name}); axis None flattens the input first.\n\n"
-        "The result has the input's shape (1-d of its size when flattened). bool and uint8 inputs\n"
-        "accumulate in int32 unless `dtype` is given. Integer accumulation wraps on overflow.\n"
+        "The result has the input's shape (1-d of its size when flattened). bool and ints narrower\n"
+        "than int32 accumulate in int32 unless `dtype` is given. Integer accumulation wraps on\n"
+        "overflow. "
         "Raises ValueError for an axis out of range, TypeError for `out` or an unknown dtype."
     )
     return f

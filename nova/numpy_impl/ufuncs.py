@@ -134,7 +134,7 @@ def positive(x, /):
 def absolute(x, /):
     """Elementwise |x| (numpy.abs)."""
     (a,) = promote("abs", x)
-    if a.dtype == dtypes.bool_ or a.dtype in (dtypes.uint8, dtypes.uint32):
+    if a.dtype == dtypes.bool_ or dtypes.is_unsigned(a.dtype):
         return a
     return lax.abs(a)
 

@@ -17,14 +17,15 @@ import numpy as np
 from nova.core import dtypes
 
 _ELEM = {
-    dtypes.bool_: "i1", dtypes.uint8: "i8", dtypes.uint32: "i32", dtypes.int32: "i32",
+    dtypes.bool_: "i1", dtypes.uint8: "i8", dtypes.uint16: "i16", dtypes.uint32: "i32",
+    dtypes.int8: "i8", dtypes.int16: "i16", dtypes.int32: "i32",
     # bf16 values are carried as their i16 bit patterns: x86 LLVM legalizes bf16 loads/stores
     # through f32 and then calls compiler-rt's __truncsfbf2, which GCC 12's libgcc lacks. All
     # bf16 arithmetic goes through f32 (_wide/_narrow) anyway.
     dtypes.int64: "i64", dtypes.float16: "f16", dtypes.bfloat16: "i16", dtypes.float32: "f32",
     dtypes.float64: "f64",
 }
-_UNSIGNED = {dtypes.uint8, dtypes.uint32, dtypes.bool_}
+_UNSIGNED = {dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.bool_}
 
 
 def elem_type(dtype) -> str:
@@ -615,7 +616,7 @@ class Builder:
     def _shift(self, opname, a, b, fill):
         """Shift with amounts outside [0, bits) defined (LLVM leaves them poison)."""
         a, b = self._coerce(a, b)
-        bits = {"i8": 8, "i32": 32, "i64": 64}[a.elem]
+        bits = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}[a.elem]
         out_of_range = self.or_(self.cmp("lt", b, self.const(0, b.dtype, b.width)) if not b.unsigned
                                 else self.const(False, dtypes.bool_, b.width),
                                 self.cmp("ge", b, self.const(bits, b.dtype, b.width)))
@@ -678,7 +679,7 @@ class Builder:
                             dtypes.float32, w)
                 return self._narrow(f, dtype)
             return self.op(f"{opname} {x.name} : {x.type} to {t}", dtype, w)
-        bits = {"i1": 1, "i8": 8, "i32": 32, "i64": 64}
+        bits = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
         if bits[dst] == bits[src]:
             return Value(x.name, dtype, w)
         if bits[dst] > bits[src]:

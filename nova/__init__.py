@@ -27,6 +27,7 @@ from nova.core.errors import (
 from nova.core.ir import Program, TensorType, parse_program
 from nova.batching import vmap
 from nova.checkpoint import checkpoint, checkpoint_policies, remat
+from nova.ops.structural import checkpoint_name
 from nova import control_flow as _control_flow  # noqa: F401  (registers cond, while, scan)
 from nova.custom_derivatives import custom_jvp, custom_vjp
 from nova.grad import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
@@ -63,6 +64,7 @@ __all__ = [
     "UnexpectedTracerError",
     "block_until_ready",
     "checkpoint",
+    "checkpoint_name",
     "checkpoint_policies",
     "config",
     "custom_jvp",

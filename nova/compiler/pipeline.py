@@ -12,7 +12,7 @@ import threading
 import time
 
 from nova.compiler.attention import fuse_attention
-from nova.compiler.barriers import drop_barriers
+from nova.compiler.barriers import drop_barriers, drop_names
 from nova.compiler.canonicalize import canonicalize, canonicalize_keeping_stop_gradient
 from nova.compiler.cse import cse
 from nova.compiler.dce import dce
@@ -28,6 +28,7 @@ log = logging.getLogger("nova.compiler")
 # recognition sees the cleaned-up forward+backward; the canonicalize after it folds the layout
 # transposes it inserts into their neighbours, and dce drops the replaced subgraph's leftovers.
 PASSES = [
+    ("names", drop_names),  # checkpoint_name served its purpose at trace time
     ("canonicalize", canonicalize_keeping_stop_gradient),
     ("simplify", simplify),
     ("cse", cse),

@@ -33,7 +33,10 @@ __all__ = ["GPT2", "GPT2Config"]
 class GPT2Config:
     """GPT-2's hyperparameters. vocab_size: tokens; block_size: the longest context (positions);
     n_layer blocks of n_head heads over n_embd channels; dropout: rate used when training;
-    remat: checkpoint every block (nova.checkpoint: less memory, one more forward per step).
+    remat: checkpoint every block (nova.checkpoint: less memory, one more forward per step):
+    False, True (keep each block's input only) or "dots" (also keep the outputs of the weight
+    matmuls: checkpoint_policies.dots_with_no_batch_dims_saveable, recomputing only the
+    normalizations, GELU and attention).
 
     Raises ValueError for non-positive sizes, n_embd not divisible by n_head, or a dropout rate
     outside [0, 1).
@@ -47,7 +50,7 @@ class GPT2Config:
     dropout: float = 0.0
     # Gradient checkpointing (nova.checkpoint) of every block: a training step keeps each
     # block's input instead of its activations and recomputes them in the backward.
-    remat: bool = False
+    remat: bool | str = False
 
     def __post_init__(self):
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
@@ -59,6 +62,9 @@ class GPT2Config:
                              f"{self.n_head}")
         if not 0.0 <= float(self.dropout) < 1.0:
             raise ValueError(f"GPT2Config: dropout must be in [0, 1), got {self.dropout}")
+        if self.remat not in (False, True, "dots"):
+            raise ValueError(f"GPT2Config: remat must be False, True or 'dots', got "
+                             f"{self.remat!r}")
 
     @classmethod
     def tiny(cls, vocab_size: int = 256, **overrides) -> GPT2Config:
@@ -157,9 +163,12 @@ class GPT2(Module):
         x = Dropout(self.config.dropout)(x, key=keys[0], train=train)
         for block, k in zip(self.h, keys[1:], strict=True):
             if self.config.remat:
-                from nova.checkpoint import checkpoint
+                from nova.checkpoint import checkpoint, checkpoint_policies
 
-                x = checkpoint(lambda b, x, k=k: b(x, key=k, train=train))(block, x)
+                policy = checkpoint_policies.dots_with_no_batch_dims_saveable \
+                    if self.config.remat == "dots" else None
+                x = checkpoint(lambda b, x, k=k: b(x, key=k, train=train),
+                               policy=policy)(block, x)
             else:
                 x = block(x, key=k, train=train)
         return self.ln_f(x)

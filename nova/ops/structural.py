@@ -112,6 +112,37 @@ def optimization_barrier(operand):
     return tree_unflatten(tree, list(outs))
 
 
+# --- checkpoint_name ----------------------------------------------------------------------------
+
+# The identity that names a value for a checkpoint policy (nova.checkpoint_policies'
+# save_only_these_names...): nova.checkpoint reads the name off the equation; compiler/barriers.py
+# drops it first thing, so no pass ever sees it; eagerly it is the identity.
+checkpoint_name_p = Primitive(
+    "checkpoint_name",
+    shape_rule=lambda x, *, name: x,
+    impl=lambda x, *, name: x,
+    vjp=lambda ct, x, *, out, name: (ct,),
+    jvp=lambda tangents, x, *, out, name: tangents[0],
+    fusion=FusionKind.ELEMENTWISE,
+    kernel=Elementwise(lambda b, x, *, name: x),
+    batch=lambda args, batched, *, name: checkpoint_name_p.bind(args[0], name=name),
+    param_types={"name": str},
+)
+
+
+def checkpoint_name(x, name: str):
+    """x (an array or a pytree of arrays) unchanged, named `name` for the policies of
+    nova.checkpoint (jax.ad_checkpoint.checkpoint_name): under
+    `checkpoint_policies.save_only_these_names(name)` the forward keeps it for the backward
+    instead of recomputing it. Raises TypeError when name is not a str."""
+    from nova.core.pytree import tree_map
+    from nova.numpy_impl.util import asarray
+
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: name must be a str, got {type(name).__name__}")
+    return tree_map(lambda leaf: checkpoint_name_p.bind(asarray(leaf), name=name), x)
+
+
 # --- iota ---------------------------------------------------------------------------------------
 
 

@@ -84,8 +84,11 @@ def test_closures_statics_decorator_and_eager():
     np.testing.assert_allclose(np.asarray(power(v, 2)), s2, rtol=1e-15)
 
 
-def test_forward_mode_vmap_scan_and_second_order():
-    f = nova.checkpoint(lambda x: jnp.sin(x) * x)
+@pytest.mark.parametrize("policy", [None, "keep_all_but_names"])
+def test_forward_mode_vmap_scan_and_second_order(policy):
+    if policy is not None:  # every value kept through the saved-output custom_vjps
+        policy = nova.checkpoint_policies.save_anything_except_these_names()
+    f = nova.checkpoint(lambda x: jnp.sin(x) * x, policy=policy)
     x = np.array([0.5, -1.2, 2.0])
     _, t = nova.jvp(f, (x,), (np.ones(3),))
     np.testing.assert_allclose(np.asarray(t), np.cos(x) * x + np.sin(x), rtol=1e-12)
@@ -93,7 +96,8 @@ def test_forward_mode_vmap_scan_and_second_order():
     np.testing.assert_allclose(np.asarray(g), 2 * (np.cos(x) * x + np.sin(x)), rtol=1e-12)
     h = nova.grad(nova.grad(lambda v: f(v)))(np.float64(0.5))
     np.testing.assert_allclose(float(h), 2 * np.cos(0.5) - 0.5 * np.sin(0.5), rtol=1e-12)
-    step = nova.checkpoint(lambda c, x: (jnp.tanh(c * x), None), prevent_cse=False)
+    step = nova.checkpoint(lambda c, x: (jnp.tanh(c * x), None), prevent_cse=False,
+                           policy=policy)
     loss = lambda c: lax.scan(step, c, x)[0]
     c = np.float64(0.7)
     want = nova.grad(lambda c: lax.scan(lambda c, x: (jnp.tanh(c * x), None), c, x)[0])(c)

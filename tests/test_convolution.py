@@ -169,6 +169,40 @@ def test_reduce_window_extremum_gradient_goes_to_one_element(jit):
     assert int(lax.reduce_window(xi, np.int32(-100), lax.max, (2, 2), (1, 1))[0, 0]) == 3
 
 
+def _np_reduce_window(x, init, fold, window, strides, pads, base):
+    dil = np.full([(n - 1) * b + 1 for n, b in zip(x.shape, base)], init)
+    dil[tuple(slice(None, None, b) for b in base)] = x
+    xp = np.pad(dil, pads, constant_values=init)
+    out = [(p - k) // s + 1 for p, k, s in zip(xp.shape, window, strides)]
+    res = np.empty(out)
+    for i in itertools.product(*(range(o) for o in out)):
+        win = xp[tuple(slice(j * s, j * s + k) for j, s, k in zip(i, strides, window))]
+        res[i] = fold(win)
+    return res
+
+
+@pytest.mark.parametrize("base", [(2, 1), (3, 2)])
+def test_reduce_window_base_dilation(base):
+    x = RNG.standard_normal((5, 7))
+    pads = ((1, 2), (0, 1))
+    for op, init, fold in ((lax.add, 0.0, np.sum), (lax.max, -np.inf, np.max)):
+        got = nova.jit(lambda v: lax.reduce_window(v, init, op, (2, 3), (1, 2), pads,
+                                                   base_dilation=base))(x)
+        want = _np_reduce_window(x, init, fold, (2, 3), (1, 2), pads, base)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    # "SAME" pads the dilated shape: ceil(dilated / stride) outputs per axis
+    same = lax.reduce_window(x, 0.0, lax.add, (3, 2), (2, 1), "SAME", base_dilation=base)
+    assert same.shape == tuple(-(-((n - 1) * b + 1) // s) for n, b, s in
+                               zip(x.shape, base, (2, 1)))
+    # the gradient of a sum reaches each element once per window covering it
+    g = nova.grad(lambda v: jnp.sum(lax.reduce_window(v, 0.0, lax.add, (2, 3), (1, 2), pads,
+                                                      base_dilation=base)))(x)
+    ones = _np_reduce_window(np.ones_like(x), 0.0, np.sum, (2, 3), (1, 2), pads, base)
+    assert float(np.asarray(g).sum()) == pytest.approx(float(ones.sum()))
+    with pytest.raises(ValueError, match="base_dilation must be positive"):
+        lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), base_dilation=(0, 1))
+
+
 def test_preferred_element_type_accumulates_in_the_wider_type():
     # 400 float16 products of ~0.1 each: float16 accumulation would lose ~2 digits
     x = np.full((1, 1, 20, 20), 0.1, np.float16)

@@ -227,8 +227,9 @@ def reduce_window(operand, init_value, computation, window_dimensions: Sequence[
     -- or nova.numpy's add, maximum, minimum, multiply), starting from init_value, as
     jax.lax.reduce_window (pooling: max over 2x2 windows of stride 2, or a sum for an average).
     window_dimensions and window_strides cover every axis; padding "VALID", "SAME" or
-    (low, high) pairs, padded with init_value. Raises ValueError for another computation or
-    mismatched lengths; NotImplementedError for base_dilation."""
+    (low, high) pairs, padded with init_value. base_dilation: init_value between the operand's
+    elements (XLA's base dilation, applied before the padding; "SAME" pads the dilated shape).
+    Raises ValueError for another computation, mismatched lengths or non-positive sizes."""
     x = _array(operand)
     fold = _fold_of(computation)
     if fold is None:
@@ -243,15 +244,19 @@ def reduce_window(operand, init_value, computation, window_dimensions: Sequence[
     if len(window) != nd or len(strides) != nd or len(wdil) != nd:
         raise ValueError(f"reduce_window: window_dimensions, strides and dilation need {nd} "
                          f"entries (operand shape {x.shape})")
+    bdil = (1,) * nd if base_dilation is None else \
+        tuple(operator.index(d) for d in base_dilation)
+    if len(bdil) != nd:
+        raise ValueError(f"reduce_window: base_dilation needs {nd} entries (operand shape "
+                         f"{x.shape})")
     for name, v in (("window_dimensions", window), ("window_strides", strides),
-                    ("window_dilation", wdil)):
+                    ("window_dilation", wdil), ("base_dilation", bdil)):
         if any(k < 1 for k in v):
             raise ValueError(f"reduce_window: {name} must be positive, got {v}")
-    if base_dilation is not None and any(d != 1 for d in base_dilation):
-        raise NotImplementedError("reduce_window: base_dilation is not implemented")
     eff = [(k - 1) * d + 1 for k, d in zip(window, wdil, strict=True)]
     if isinstance(padding, str):
-        pads = padtype_to_pads(x.shape, eff, strides, padding)
+        dilated = [(n - 1) * d + 1 if n else 0 for n, d in zip(x.shape, bdil, strict=True)]
+        pads = padtype_to_pads(dilated, eff, strides, padding)
     else:
         pads = [tuple(operator.index(p) for p in pair) for pair in padding]
         if len(pads) != nd or any(len(p) != 2 for p in pads):
@@ -261,7 +266,7 @@ def reduce_window(operand, init_value, computation, window_dimensions: Sequence[
     if init.shape != ():
         raise ShapeError(f"reduce_window: init_value must be a scalar, got shape {init.shape}")
     init = ew.convert_element_type(init, x.dtype)
-    x = sl.pad(x, init, [(lo, hi, 0) for lo, hi in pads])
+    x = sl.pad(x, init, [(lo, hi, d - 1) for (lo, hi), d in zip(pads, bdil, strict=True)])
     out_shape = [max(0, (p - k) // s + 1) for p, k, s in zip(x.shape, eff, strides,
                                                                strict=True)]
     acc = st.broadcast_in_dim(init, tuple(out_shape), ())

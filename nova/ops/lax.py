@@ -1,9 +1,28 @@
 """The lax-level API: thin functions that bind primitives (used by nova.numpy and by VJP rules)."""
 
+from nova.ops.composite import (  # noqa: F401
+    associative_scan,
+    batch_matmul,
+    broadcast,
+    broadcast_shapes,
+    cbrt,
+    collapse,
+    cumlogsumexp,
+    digamma,
+    dot,
+    erf_inv,
+    erfc,
+    is_finite,
+    lgamma,
+    reduce,
+    reduce_and,
+    reduce_or,
+    reduce_xor,
+    select_n,
+    split,
+    square,
+)
 from nova.ops.contraction import dot_general  # noqa: F401
-from nova.ops.elementwise import *
-from nova.ops.elementwise import abs, max, min, pow, round  # noqa: F401
-from nova.ops.elementwise import stop_gradient_p as _stop_gradient_p
 from nova.ops.convolution import (  # noqa: F401
     conv,
     conv_dimension_numbers,
@@ -26,6 +45,9 @@ from nova.ops.dynamic import (  # noqa: F401
     squeeze,
     top_k,
 )
+from nova.ops.elementwise import *
+from nova.ops.elementwise import abs, max, min, pow, round  # noqa: F401
+from nova.ops.elementwise import stop_gradient_p as _stop_gradient_p
 from nova.ops.indexing import clamp_indices, gather, in_bounds, scatter, scatter_add  # noqa: F401
 from nova.ops.random_bits import threefry2x32  # noqa: F401
 from nova.ops.reduction import (  # noqa: F401

@@ -106,6 +106,7 @@ EXAMPLES = {
         lambda rng: ([rng.standard_normal(3), rng.integers(0, 5, (2,)).astype(np.int32)], {}),
     ],
     "stop_gradient": [_u((3, 4))],
+    "checkpoint_name": [lambda rng: ([rng.standard_normal((3, 4))], {"name": "h"})],
     "iota": [lambda rng: ([], {"dtype": np.dtype(np.int32), "shape": (3, 4), "dimension": 1})],
     "broadcast_in_dim": [
         lambda rng: ([rng.standard_normal((3, 1))], {"shape": (2, 3, 4), "broadcast_dimensions": (1, 2)}),

@@ -1,5 +1,7 @@
 """jax.lax functions that are compositions of Nova's primitives and nova.numpy (no primitive of
-their own): special functions (lgamma, digamma, erfc, erf_inv from nova.scipy.special),
+their own): special functions (lgamma, digamma, erfc, erf_inv from nova.scipy.special), the
+inverse trigonometric and hyperbolic functions (asin, acos, asinh, acosh, atanh from
+nova.numpy), population_count,
 is_finite, square, cbrt, select_n, dot, batch_matmul, broadcast, broadcast_shapes, collapse,
 split, the logical reductions reduce_and / reduce_or / reduce_xor, a generic `reduce`,
 cumlogsumexp, and `associative_scan` (the Blelloch / Ladner-Fischer parallel prefix of
@@ -49,6 +51,55 @@ def erfc(x):
 def erf_inv(x):
     """The inverse error function (jax.lax.erf_inv; nova.scipy.special.erfinv)."""
     return _special().erfinv(x)
+
+
+def _elementary():
+    from nova.numpy_impl import elementary
+
+    return elementary
+
+
+def asin(x):
+    """The inverse sine elementwise (jax.lax.asin; nova.numpy.arcsin's algorithm)."""
+    return _elementary().arcsin(x)
+
+
+def acos(x):
+    """The inverse cosine elementwise (jax.lax.acos; nova.numpy.arccos's algorithm)."""
+    return _elementary().arccos(x)
+
+
+def asinh(x):
+    """The inverse hyperbolic sine elementwise (jax.lax.asinh; nova.numpy.arcsinh's)."""
+    return _elementary().arcsinh(x)
+
+
+def acosh(x):
+    """The inverse hyperbolic cosine elementwise (jax.lax.acosh; nova.numpy.arccosh's)."""
+    return _elementary().arccosh(x)
+
+
+def atanh(x):
+    """The inverse hyperbolic tangent elementwise (jax.lax.atanh; nova.numpy.arctanh's)."""
+    return _elementary().arctanh(x)
+
+
+def population_count(x):
+    """The number of 1 bits of each element, in x's dtype (jax.lax.population_count: the bit
+    pattern, so -1 in int32 counts 32). Integer inputs only; TypeError otherwise."""
+    from nova.core import dtypes
+
+    jnp = _jnp()
+    a = jnp.asarray(x)
+    if not dtypes.is_int(a.dtype):
+        raise TypeError(f"population_count: x must be an integer array, got dtype {a.dtype}")
+    if dtypes.is_unsigned(a.dtype):
+        return jnp.bitwise_count(a).astype(a.dtype)
+    # a negative x's pattern is the sign bit over x ^ INT_MIN (x with the sign bit cleared)
+    sign_bit = jnp.asarray(-(1 << (a.dtype.itemsize * 8 - 1)), a.dtype)
+    neg = a < 0
+    out = jnp.bitwise_count(jnp.where(neg, a ^ sign_bit, a)).astype(a.dtype)
+    return jnp.where(neg, out + jnp.asarray(1, a.dtype), out)
 
 
 def is_finite(x):

@@ -1,7 +1,12 @@
 """The lax-level API: thin functions that bind primitives (used by nova.numpy and by VJP rules)."""
 
 from nova.ops.composite import (  # noqa: F401
+    acos,
+    acosh,
+    asin,
+    asinh,
     associative_scan,
+    atanh,
     batch_matmul,
     broadcast,
     broadcast_shapes,
@@ -14,6 +19,7 @@ from nova.ops.composite import (  # noqa: F401
     erfc,
     is_finite,
     lgamma,
+    population_count,
     reduce,
     reduce_and,
     reduce_or,

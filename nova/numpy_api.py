@@ -87,17 +87,21 @@ float32 = _scalar_type("float32", _dtypes.float32)
 float64 = _scalar_type("float64", _dtypes.float64)
 
 def _linalg_namespace():
-    """`nova.numpy.linalg`: numpy.linalg's norms and the array API's linear-algebra helpers
-    (nova/numpy_impl/norms.py), with matmul, outer, tensordot, trace, diagonal, cross from
-    nova.numpy. Decompositions (inv, solve, det, cholesky, qr, svd, eigh) are not available:
-    Nova generates its own kernels and has none for them yet."""
+    """`nova.numpy.linalg`: numpy.linalg's functions -- norms and the array API's helpers
+    (nova/numpy_impl/norms.py), the decompositions cholesky, qr, eigh, svd and what is built on
+    them (solve, inv, det, slogdet, pinv, lstsq, matrix_rank, cond, ...;
+    nova/numpy_impl/decompositions.py: Jacobi, Householder and LU loops of Nova's own kernels),
+    with matmul, outer, tensordot, trace, diagonal, cross from nova.numpy. eig and eigvals
+    raise NotImplementedError (complex results)."""
     import types
 
-    from nova.numpy_impl import norms
+    from nova.numpy_impl import decompositions, norms
 
     ns = types.ModuleType("nova.numpy.linalg", _linalg_namespace.__doc__)
     for name in ("norm", "vector_norm", "matrix_norm", "vecdot", "matrix_transpose"):
         setattr(ns, name, getattr(norms, name))
+    for name in decompositions.LINALG:
+        setattr(ns, name, getattr(decompositions, name))
     for name in ("matmul", "outer", "tensordot", "trace", "diagonal", "cross"):
         if name in globals():
             setattr(ns, name, globals()[name])

@@ -1,3 +1,3 @@
 """nova.scipy: SciPy functions over nova.numpy (imported lazily as `nova.scipy`)."""
 
-from nova.scipy import special  # noqa: F401
+from nova.scipy import linalg, special  # noqa: F401

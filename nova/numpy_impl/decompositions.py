@@ -41,7 +41,7 @@ from collections import namedtuple
 import numpy as np
 
 from nova.core import dtypes
-from nova.core.errors import ShapeError
+from nova.core.errors import ConcretizationTypeError, ShapeError
 from nova.numpy_impl.util import asarray, where_am_i
 
 
@@ -163,7 +163,7 @@ def _tri_part(a, lower, unit_diagonal):
     return t
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tri_solve_fn(lower, unit_diagonal):
     import nova
 
@@ -613,8 +613,6 @@ def qr(a, mode="reduced"):
     Raises ValueError for an unknown mode, ShapeError for fewer than 2 dimensions.
     """
     global _qr_reduced
-
-    jnp = _jnp()
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}"
                          f"{where_am_i()}")
@@ -642,7 +640,7 @@ def qr(a, mode="reduced"):
 # --- Jacobi: eigh and svd -------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _round_robin(n):
     """Brent & Luk's round-robin schedule for an even n: (rounds, n) tables of each index's
     partner and whether it is the pair's first member ("p"); every pair meets once in n - 1
@@ -669,7 +667,8 @@ def _rotation(x, y, z):
     tau = (y - x) / (2 * zs)
     big = jnp.abs(tau) > 1e150 if x.dtype == dtypes.float64 else jnp.abs(tau) > 1e18
     taus = jnp.where(big, jnp.ones_like(tau), tau)
-    t = jnp.where(taus >= 0, 1.0, -1.0).astype(x.dtype) / (jnp.abs(taus) + jnp.sqrt(1 + taus * taus))
+    sign = jnp.where(taus >= 0, 1.0, -1.0).astype(x.dtype)
+    t = sign / (jnp.abs(taus) + jnp.sqrt(1 + taus * taus))
     t = jnp.where(big, 1 / (2 * tau), t)  # t ~ 1 / (2 tau) once tau^2 would overflow
     t = jnp.where(nz, t, jnp.zeros_like(t))
     c = 1 / jnp.sqrt(1 + t * t)
@@ -764,7 +763,7 @@ def _make_eigh():
 _eigh = None
 
 
-def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803 - NumPy's name
+def eigh(a, UPLO=None, symmetrize_input=True):
     """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric matrix
     (numpy.linalg.eigh): a @ v[..., :, i] = w[..., i] * v[..., :, i].
 
@@ -796,7 +795,7 @@ def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803 - NumPy's name
     return EighResult(w.astype(dt), v.astype(dt))
 
 
-def eigvalsh(a, UPLO="L", *, symmetrize_input=True):  # noqa: N803 - NumPy's name
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
     """The eigenvalues (ascending) of a symmetric matrix (numpy.linalg.eigvalsh): eigh's w."""
     return eigh(a, UPLO, symmetrize_input)[0]
 
@@ -948,7 +947,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return SVDResult(u.astype(dt), s.astype(dt), _mT(v).astype(dt))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _svd_full_nodiff():
     import nova
 
@@ -1037,12 +1036,12 @@ def lstsq(a, b, rcond=None):
     try:
         full_rank = int(rank) == n and m > n
         resid = resid_all if full_rank else jnp.zeros((0,), x.dtype)
-    except Exception:  # traced rank (under jit): always the residuals
+    except ConcretizationTypeError:  # a traced rank (under jit): always the residuals
         resid = resid_all
     return (sol[:, 0] if vec else sol), resid, rank, s
 
 
-def matrix_rank(M, rtol=None, *, tol=None):  # noqa: N803 - NumPy's name
+def matrix_rank(M, rtol=None, *, tol=None):
     """The number of singular values above the tolerance (numpy.linalg.matrix_rank): `tol`
     absolute, or rtol * max(S) (default max(m, n) * eps). 1-D inputs: 1 unless all zero."""
     jnp = _jnp()
@@ -1063,7 +1062,6 @@ def cond(x, p=None):
     """The condition number (numpy.linalg.cond): for p None / 2 / -2 the ratio of the largest
     to the smallest singular value (or its inverse); other p (1, -1, inf, -inf, 'fro', 'nuc')
     norm(x, p) * norm(inv(x), p). Singular matrices give inf."""
-    jnp = _jnp()
     a = _matrix("cond", x, square=p not in (None, 2, -2))
     if p in (None, 2, -2):
         s = svdvals(a)

@@ -363,7 +363,7 @@ def fmod(x1, x2, /):
     return _where(zero, _zeros(a), lax.rem(a, _where(zero, _full(b, 1), b)))
 
 
-def divmod(x1, x2, /):  # noqa: A001 - NumPy's name
+def divmod(x1, x2, /):
     """(floor_divide(x1, x2), mod(x1, x2)) elementwise (numpy.divmod)."""
     return jnp.floor_divide(x1, x2), jnp.mod(x1, x2)
 
@@ -508,7 +508,7 @@ def float_power(x1, x2, /):
     return lax.pow(a, b)
 
 
-def pow(x1, x2, /):  # noqa: A001 - the array API's name
+def pow(x1, x2, /):
     """x1 ** x2 elementwise (the array API's name for numpy.power)."""
     return jnp.power(x1, x2)
 

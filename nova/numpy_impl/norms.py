@@ -1,7 +1,7 @@
 """Vector and matrix norms for `nova.numpy.linalg` (numpy.linalg.norm's and the array API's
 vector_norm / matrix_norm), as reductions of nova.numpy functions: they run under jit, grad
-and vmap on every backend. Norms that need a singular value decomposition (matrix ord 2, -2,
-"nuc") are not available: Nova has no decomposition kernels yet (NotImplementedError)."""
+and vmap on every backend. The matrix norms ord 2, -2 and "nuc" take the singular values of
+nova/numpy_impl/decompositions.py."""
 
 from __future__ import annotations
 
@@ -59,9 +59,12 @@ def _matrix(x, ord, axes, keepdims):
         out = jnp.max(s, axis=r, keepdims=True) if ord > 0 else jnp.min(s, axis=r,
                                                                           keepdims=True)
     elif ord in (2, -2, "nuc"):
-        raise NotImplementedError(
-            f"norm: the matrix norm ord={ord!r} needs singular values, and Nova has no SVD "
-            f"kernel yet; 'fro', 1, -1, inf and -inf are available{where_am_i()}")
+        from nova.numpy_impl.decompositions import svdvals
+
+        # the singular values of each matrix over (r, c): those two axes moved last
+        s = svdvals(jnp.moveaxis(x, (r, c), (-2, -1)))
+        v = jnp.max(s, -1) if ord == 2 else jnp.min(s, -1) if ord == -2 else jnp.sum(s, -1)
+        out = jnp.expand_dims(v, tuple(sorted((r, c))))
     else:
         raise ValueError(f"norm: invalid ord {ord!r} for a matrix norm (None, 'fro', 1, -1, "
                          f"inf, -inf){where_am_i()}")
@@ -77,9 +80,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
     ord None the 2-norm of all its elements. axis an int: vector norms along it; a pair: matrix
     norms over those two axes. Vector ord: None/2 (Euclidean), inf, -inf, 0 (count of
     nonzeros), 1, or any p (sum |x|^p)^(1/p). Matrix ord: None/'fro' (Frobenius), 1/-1 (max/min
-    column sum), inf/-inf (max/min row sum). Integer inputs give the default float. Raises
-    ValueError for an invalid ord or axes, NotImplementedError for the SVD-based matrix norms
-    (2, -2, 'nuc')."""
+    column sum), inf/-inf (max/min row sum), 2/-2 (largest/smallest singular value), 'nuc'
+    (sum of the singular values; both from nova.numpy.linalg.svd's Jacobi). Integer inputs give
+    the default float. Raises ValueError for an invalid ord or axes."""
     a = _float(asarray(x))
     if axis is None:
         if ord is None:

@@ -104,7 +104,12 @@ _CONTROL_FLOW = ("cond", "fori_loop", "map", "scan", "switch", "while_loop")
 
 def __getattr__(name):
     # Structured control flow lives in nova/control_flow.py, a layer above ops/ (its rules use
-    # the transforms); `nova.lax.scan` and the others are looked up there.
+    # the transforms); `nova.lax.scan` and the others are looked up there. `nova.lax.linalg`
+    # (nova/ops/linalg.py) is imported on first use.
+    if name == "linalg":
+        import nova.ops.linalg as _linalg
+
+        return _linalg
     if name in _CONTROL_FLOW:
         import nova.control_flow as _cf
 

@@ -28,18 +28,18 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
     """scipy.linalg.qr: mode "full" (Q (m, m), R (m, n)), "economic" (Q (m, k), R (k, n)) or
-    "r" (R alone, as a 1-tuple as SciPy's); pivoting is not supported (NotImplementedError)."""
+    "r" (the full R (m, n) alone, as a 1-tuple as SciPy's); pivoting is not supported (NotImplementedError)."""
     if pivoting:
         raise NotImplementedError("qr: column pivoting is not supported")
-    modes = {"full": "complete", "economic": "reduced", "r": "r"}
+    modes = {"full": "complete", "economic": "reduced", "r": "complete"}
     if mode not in modes:
         raise ValueError(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
     out = _d.qr(a, modes[mode])
-    return (out,) if mode == "r" else tuple(out)
+    return (out.R,) if mode == "r" else tuple(out)
 
 
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
-         type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):  # noqa: A002
+         type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
     """scipy.linalg.eigh for the standard problem (b must be None): (w ascending, v), or w with
     eigvals_only=True; the triangle read is the lower one unless lower=False."""
     if b is not None:

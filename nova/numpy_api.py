@@ -25,7 +25,7 @@ from nova.numpy_impl.util import asarray  # noqa: F401
 # The optional families (filled in by their own modules when present).
 for _mod in ("indexing", "joining", "sorting", "scans", "contractions", "ranges", "misc",
              "mathfuncs", "elementary", "statistics", "searching", "vectorize", "signal",
-             "polynomials"):
+             "polynomials", "sets"):
     try:
         _m = __import__(f"nova.numpy_impl.{_mod}", fromlist=["*"])
     except ModuleNotFoundError as _e:

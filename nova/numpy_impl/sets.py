@@ -252,7 +252,7 @@ def _unique_rows(name, x, equal_nan, size, fill_value):
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
-           equal_nan=True, size=None, fill_value=None, sorted=True):  # noqa: A002 - NumPy's name
+           equal_nan=True, size=None, fill_value=None, sorted=True):
     """The sorted unique elements of `ar` (numpy.unique, with jax.numpy's size/fill_value).
 
     axis None: unique elements of the flattened array, shape (U,); an int axis: the unique
@@ -420,7 +420,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     else:
         u1, v1, _ = _unique_padded(name, a)
     keep = lax.bitwise_and(v1, jnp.isin(u1, b, invert=True)) if u1.shape[0] else v1
-    zero = lambda out, count: _filled((), 0, out.dtype)  # noqa: E731
+    zero = lambda out, count: _filled((), 0, out.dtype)
     return _finish(name, "its inputs", keep, u1, size, fill_value, zero)[0]
 
 
@@ -448,7 +448,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
         diff = lax.ne(aux[1:], aux[:-1])
         t = _filled((1,), True, dtypes.bool_)
         left = jnp.concatenate([t, diff])
-        right = jnp.concatenate([diff, t])
+        right = jnp.concatenate([lax.bitwise_or(diff, pad_key[1:]), t])
         keep = lax.bitwise_and(lax.bitwise_not(pad_key), lax.bitwise_and(left, right))
     else:
         aux, keep = both, _filled((0,), False, dtypes.bool_)
@@ -474,7 +474,7 @@ def _check_finite_range(name, lo, hi, what):
                          f"({cl}, {ch}){where_am_i()}")
 
 
-def _bin_edges(name, x, bins, range, dt):  # noqa: A002 - NumPy's name
+def _bin_edges(name, x, bins, range, dt):
     if isinstance(bins, str):
         raise NotImplementedError(f"{name}: string bins ({bins!r}) are not supported; pass an "
                                   f"int or an array of edges{where_am_i()}")
@@ -515,7 +515,7 @@ def _bin_edges(name, x, bins, range, dt):  # noqa: A002 - NumPy's name
     return jnp.linspace(lo, hi, n + 1, dtype=dt)
 
 
-def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 - NumPy's name
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """The bin edges histogram(a, bins, range) uses (numpy.histogram_bin_edges).
 
     bins: an int (that many equal-width bins over `range`, default [a.min(), a.max()], widened
@@ -530,7 +530,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 - N
     return _bin_edges("histogram_bin_edges", x, bins, range, _inexact(x))
 
 
-def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
+def histogram(a, bins=10, range=None, weights=None, density=None):
     """The histogram of a's values (numpy.histogram): (counts, bin_edges).
 
     a is flattened; edges as histogram_bin_edges. Bins are half-open [e_i, e_{i+1}) except the
@@ -564,7 +564,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     return counts, edges
 
 
-def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noqa: A002
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """The D-dimensional histogram of N points (numpy.histogramdd): (hist, [edges_0, ...]).
 
     sample: an (N, D) array, a 1-d array (D = 1), or a sequence of D 1-d arrays of length N
@@ -631,7 +631,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
     return hist, edges
 
 
-def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa: A002
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     """The 2-d histogram of points (x[i], y[i]) (numpy.histogram2d): (hist, xedges, yedges).
 
     x, y: 1-d of one length. bins: an int, one edge array for both, [int, int], or

@@ -692,10 +692,13 @@ def _eigh_raw(a):
     eps = float(np.finfo(np.dtype(a.dtype)).eps)
     fro2 = jnp.sum(a * a)
 
-    offdiag = _iota(n, 0, 2) != _iota(n, 1, 2)
+    upper = _iota(n, 0, 2) < _iota(n, 1, 2)
 
-    def off2(x):  # summed directly: ||x||^2 - ||diag||^2 cancels to rounding noise
-        return jnp.sum(jnp.where(offdiag, x * x, jnp.zeros_like(x)))
+    def off2(x):
+        # the squares above the diagonal, summed directly (||x||^2 - ||diag||^2 cancels to
+        # rounding noise). The rotations are computed from these entries, which go to zero
+        # quadratically; the ones below drift from them by rounding and stall near eps ||A||.
+        return jnp.sum(jnp.where(upper, x * x, jnp.zeros_like(x)))
 
     def round_(r, c):
         x, v = c
@@ -716,16 +719,23 @@ def _eigh_raw(a):
         v = v * cc[None, :] + v[:, part] * sgn[None, :]
         return x, v
 
+    # One flat loop over rounds (a while loop holding a scan of the rounds runs slower), the
+    # convergence test read at the end of each sweep of n - 1 rounds.
+    rounds = n - 1
+    tol = (eps * eps) * fro2
+    limit = _max_sweeps(a.dtype) * rounds
+
     def cond(c):
-        x, _, k = c
-        return (off2(x) > (eps * eps) * fro2) & (k < _max_sweeps(a.dtype))
+        x, _, r = c
+        mid_sweep = (r % rounds) != 0
+        return (mid_sweep | (off2(x) > tol)) & (r < limit)
 
-    def sweep(c):
-        x, v, k = c
-        x, v = lax.fori_loop(0, n - 1, round_, (x, v))
-        return x, v, k + 1
+    def body(c):
+        x, v, r = c
+        x, v = round_(r % rounds, (x, v))
+        return x, v, r + 1
 
-    x, v, _ = lax.while_loop(cond, sweep, (a, _eye(n, a.dtype), jnp.zeros((), dtypes.int32)))
+    x, v, _ = lax.while_loop(cond, body, (a, _eye(n, a.dtype), jnp.zeros((), dtypes.int32)))
     w = jnp.diagonal(x)[:n0]
     v = v[:n0, :n0]
     order = jnp.argsort(w)

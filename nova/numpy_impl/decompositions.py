@@ -700,8 +700,8 @@ def _eigh_raw(a):
         # quadratically; the ones below drift from them by rounding and stall near eps ||A||.
         return jnp.sum(jnp.where(upper, x * x, jnp.zeros_like(x)))
 
-    def round_(r, c):
-        x, v = c
+    def rotations(r, x):
+        # (c, s-with-sign, partner) of every index for round r: p' = c p - s q, q' = s p + c q
         part = _row(partner, r)
         isp = _row(first, r)
         diag = jnp.diagonal(x)
@@ -709,33 +709,39 @@ def _eigh_raw(a):
         # a_pq from the first member's side for both (x drifts from symmetry by rounding, and
         # the two members of a pair must apply one rotation, or V stops being orthogonal)
         z = jnp.where(isp, x[idx, part], x[part, idx])
-        # per index: (x, y) = (a_pp, a_qq) of its pair, from the first member's view
         app = jnp.where(isp, diag, dp)
         aqq = jnp.where(isp, dp, diag)
         cc, ss = _rotation(app, aqq, z)
-        sgn = jnp.where(isp, -ss, ss)  # p' = c p - s q;  q' = s p + c q
+        return cc, jnp.where(isp, -ss, ss), part
+
+    def apply(x, v, cc, sgn, part):
         x = cc[:, None] * x + sgn[:, None] * x[part, :]
         x = x * cc[None, :] + x[:, part] * sgn[None, :]
         v = v * cc[None, :] + v[:, part] * sgn[None, :]
         return x, v
 
-    # One flat loop over rounds (a while loop holding a scan of the rounds runs slower), the
-    # convergence test read at the end of each sweep of n - 1 rounds.
+    # One flat loop over rounds, the convergence test read at the end of each sweep of n - 1
+    # rounds. Each iteration applies the rotations the previous one computed and computes the
+    # next round's: carried, they are stored once, where computed inside the iteration that
+    # applies them the fused kernel would recompute them at every element it writes.
     rounds = n - 1
     tol = (eps * eps) * fro2
     limit = _max_sweeps(a.dtype) * rounds
 
     def cond(c):
-        x, _, r = c
+        x, _, r, _, _, _ = c
         mid_sweep = (r % rounds) != 0
         return (mid_sweep | (off2(x) > tol)) & (r < limit)
 
     def body(c):
-        x, v, r = c
-        x, v = round_(r % rounds, (x, v))
-        return x, v, r + 1
+        x, v, r, cc, sgn, part = c
+        x, v = apply(x, v, cc, sgn, part)
+        r = r + 1
+        return (x, v, r, *rotations(r % rounds, x))
 
-    x, v, _ = lax.while_loop(cond, body, (a, _eye(n, a.dtype), jnp.zeros((), dtypes.int32)))
+    zero = jnp.zeros((), dtypes.int32)
+    init = (a, _eye(n, a.dtype), zero, *rotations(zero, a))
+    x, v, _, _, _, _ = lax.while_loop(cond, body, init)
     w = jnp.diagonal(x)[:n0]
     v = v[:n0, :n0]
     order = jnp.argsort(w)
@@ -824,8 +830,8 @@ def _svd_tall_raw(a):
     eps = float(np.finfo(np.dtype(a.dtype)).eps)
     rounds = max(n - 1, 1)
 
-    def round_(r, c):
-        g, v, worst = c
+    def rotations(r, g):
+        # round r's (c, signed s, partner) per column and the largest |cos| between the pairs
         part = _row(partner, r)
         isp = _row(first, r)
         norms = jnp.sum(g * g, axis=0)
@@ -835,25 +841,31 @@ def _svd_tall_raw(a):
         beta = jnp.where(isp, norms[part], norms)
         # the rotation diagonalizing the pair's Gram matrix [[alpha, gamma], [gamma, beta]]
         cc, ss = _rotation(alpha, beta, gamma)
-        sgn = jnp.where(isp, -ss, ss)
-        g = g * cc[None, :] + g[:, part] * sgn[None, :]
-        v = v * cc[None, :] + v[:, part] * sgn[None, :]
         scale = jnp.sqrt(alpha * beta)
         rel = jnp.where(scale > 0, jnp.abs(gamma) / jnp.where(scale > 0, scale, 1.0),
                         jnp.zeros_like(gamma))
-        return g, v, jnp.maximum(worst, jnp.max(rel))
+        return cc, jnp.where(isp, -ss, ss), part, jnp.max(rel)
+
+    # As _eigh_raw: one flat loop, each iteration applying the carried rotations and computing
+    # the next round's; `worst` is the largest pair cosine met in the current sweep.
+    limit = _max_sweeps(a.dtype) * rounds
+    tol = eps * m
 
     def cond(c):
-        _, _, worst, k = c
-        return (worst > eps * m) & (k < _max_sweeps(a.dtype))
+        r, worst = c[2], c[3]
+        return (((r % rounds) != 0) | (worst > tol)) & (r < limit)
 
-    def sweep(c):
-        g, v, _, k = c
-        g, v, worst = lax.fori_loop(0, rounds, round_, (g, v, jnp.zeros((), a.dtype)))
-        return g, v, worst, k + 1
+    def body(c):
+        g, v, r, worst, cc, sgn, part, rel = c
+        g = g * cc[None, :] + g[:, part] * sgn[None, :]
+        v = v * cc[None, :] + v[:, part] * sgn[None, :]
+        worst = jnp.maximum(jnp.where(r % rounds == 0, jnp.zeros_like(worst), worst), rel)
+        r = r + 1
+        return (g, v, r, worst, *rotations(r % rounds, g))
 
-    init = (a, _eye(n, a.dtype), jnp.full((), np.inf, a.dtype), jnp.zeros((), dtypes.int32))
-    g, v, _, _ = lax.while_loop(cond, sweep, init)
+    zero = jnp.zeros((), dtypes.int32)
+    init = (a, _eye(n, a.dtype), zero, jnp.full((), np.inf, a.dtype), *rotations(zero, a))
+    g, v = lax.while_loop(cond, body, init)[:2]
     g, v = g[:, :n0], v[:n0, :n0]
     s = jnp.sqrt(jnp.sum(g * g, axis=0))
     order = jnp.argsort(-s)

@@ -7,7 +7,7 @@ operators and methods of nova.Array.
 
 from __future__ import annotations
 
-import builtins
+import builtins as _builtins
 
 import numpy as _np
 
@@ -25,7 +25,7 @@ from nova.numpy_impl.util import asarray  # noqa: F401
 # The optional families (filled in by their own modules when present).
 for _mod in ("indexing", "joining", "sorting", "scans", "contractions", "ranges", "misc",
              "mathfuncs", "elementary", "statistics", "searching", "vectorize", "signal",
-             "polynomials", "sets"):
+             "polynomials", "sets", "arrayapi"):
     try:
         _m = __import__(f"nova.numpy_impl.{_mod}", fromlist=["*"])
     except ModuleNotFoundError as _e:
@@ -86,6 +86,23 @@ float16 = _scalar_type("float16", _dtypes.float16)
 bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
 float32 = _scalar_type("float32", _dtypes.float32)
 float64 = _scalar_type("float64", _dtypes.float64)
+# NumPy's aliases: `bool` as the array API's; int_ / float_ are the default int and float (as
+# jax.numpy's without x64: int32, float32); double and single name the C widths; uint is uint32
+# (Nova has no uint64).
+bool = bool_  # noqa: A001 - NumPy's and the array API's name
+int_ = _scalar_type("int_", _dtypes.default_int)
+float_ = _scalar_type("float_", _dtypes.default_float)
+uint = _scalar_type("uint", _dtypes.uint32)
+double = _scalar_type("double", _dtypes.float64)
+single = _scalar_type("single", _dtypes.float32)
+half = _scalar_type("half", _dtypes.float16)
+# NumPy's abstract scalar types (for issubdtype)
+generic = _np.generic
+character = _np.character
+flexible = _np.flexible
+complexfloating = _np.complexfloating
+object_ = _np.object_
+euler_gamma = _np.euler_gamma
 
 def _linalg_namespace():
     """`nova.numpy.linalg`: numpy.linalg's functions -- norms and the array API's helpers
@@ -141,7 +158,7 @@ def can_cast(from_, to, casting="safe"):
                          f"'unsafe', got {casting!r}")
     src = getattr(from_, "dtype", None)
     src = _dtypes.canonicalize(from_ if src is None else src, arg_name="from_")
-    return bool(_np.can_cast(src, _dtypes.canonicalize(to, arg_name="to"), casting))
+    return _builtins.bool(_np.can_cast(src, _dtypes.canonicalize(to, arg_name="to"), casting))
 
 
 _ISDTYPE_KINDS = {
@@ -291,6 +308,5 @@ def _setitem_error(self, idx, value):
 
 
 _attach_methods()
-del builtins
 
 linalg = _linalg_namespace()

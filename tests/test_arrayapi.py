@@ -221,3 +221,47 @@ def test_i0_and_kaiser():
     for m, beta in [(12, 8.6), (7, 0.0), (1, 5.0), (0, 5.0), (33, 14.0)]:
         np.testing.assert_allclose(np.asarray(jnp.kaiser(m, beta)), np.kaiser(m, beta),
                                    rtol=2e-6, atol=1e-7)
+
+
+def test_r_c_diagflat_dsplit_einsum_path():
+    for got, want in [
+        (jnp.r_[1:4, 0, 4, np.array([7, 8])], np.r_[1:4, 0, 4, np.array([7, 8])]),
+        (jnp.r_[-1:1:6j, 0], np.r_[-1:1:6j, 0].astype(np.float32)),  # the default float
+        (jnp.c_[np.array([1, 2, 3]), np.array([4, 5, 6])], np.c_[np.array([1, 2, 3]), np.array([4, 5, 6])]),
+        (jnp.c_[np.array([[1, 2, 3]]), 0, 0, np.array([[4, 5, 6]])],
+         np.c_[np.array([[1, 2, 3]]), 0, 0, np.array([[4, 5, 6]])]),
+        (jnp.r_["0,2,0", [1, 2, 3], [4, 5, 6]], np.r_["0,2,0", [1, 2, 3], [4, 5, 6]]),
+        (jnp.r_["1,2,0", [1, 2, 3], [4, 5, 6]], np.r_["1,2,0", [1, 2, 3], [4, 5, 6]]),
+        (jnp.r_["0,2", [1, 2, 3], [4, 5, 6]], np.r_["0,2", [1, 2, 3], [4, 5, 6]]),
+        (jnp.diagflat([[1, 2], [3, 4]], 1), np.diagflat([[1, 2], [3, 4]], 1)),
+    ]:
+        _eq(got, want)
+    with pytest.raises(NotImplementedError, match="matrix directives"):
+        jnp.r_["r", [1, 2]]
+    parts = jnp.dsplit(np.arange(16.0).reshape(2, 2, 4), [1, 3])
+    for g, w in zip(parts, np.dsplit(np.arange(16.0).reshape(2, 2, 4), [1, 3]), strict=True):
+        _eq(g, w)
+    with pytest.raises(ValueError, match="at least 3 dimensions"):
+        jnp.dsplit(np.ones((2, 2)), 2)
+    ops = [np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 5))]
+    assert jnp.einsum_path("ij,jk,kl->il", *ops)[0] == np.einsum_path("ij,jk,kl->il", *ops)[0]
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("bitorder", ["big", "little"])
+def test_packbits_unpackbits(axis, bitorder):
+    b = RNG.integers(0, 2, (3, 11)).astype(bool)
+    packed = jnp.packbits(b, axis=axis, bitorder=bitorder)
+    assert packed.dtype == jnp.uint8
+    np.testing.assert_array_equal(np.asarray(packed), np.packbits(b, axis=axis, bitorder=bitorder))
+    u = np.packbits(b, axis=axis, bitorder=bitorder)
+    for count in (None, 5, -3, 40):
+        np.testing.assert_array_equal(
+            np.asarray(jnp.unpackbits(u, axis=axis, count=count, bitorder=bitorder)),
+            np.unpackbits(u, axis=axis, count=count, bitorder=bitorder))
+    np.testing.assert_array_equal(np.asarray(jnp.packbits(np.array([3, 0, -1, 2]))),
+                                  np.packbits(np.array([3, 0, -1, 2])))
+    with pytest.raises(TypeError, match="unpackbits: a must be uint8"):
+        jnp.unpackbits(np.array([1, 2]))
+    with pytest.raises(TypeError, match="packbits: a must be bool or integer"):
+        jnp.packbits(np.array([0.5]))

@@ -228,3 +228,15 @@ def test_vmap_and_jit_compose():
                                    rtol=1e-13)
     g = nova.vmap(jnp.gcd)(np.array([[12, 18], [7, 21]]), np.array([[8, 12], [14, 6]]))
     np.testing.assert_array_equal(g, np.gcd([[12, 18], [7, 21]], [[8, 12], [14, 6]]))
+
+
+def test_log10_exact_powers_and_derivative():
+    x = np.array([1.0, 10.0, 100.0, 1e-3, 1e10, 1e22, 1e-300, 2.0, 0.0, -1.0, np.inf])
+    with np.errstate(all="ignore"):
+        want = np.log10(x)
+    _same_bits(jnp.log10(x), want, ulps=1)
+    _same_bits(nova.jit(jnp.log10)(x), want, ulps=1)
+    g = np.geomspace(1e-30, 1e30, 2001).astype(np.float32)
+    _same_bits(jnp.log10(g), np.log10(g.astype(np.float64)).astype(np.float32), ulps=2)
+    assert jnp.log10(np.arange(1, 3)).dtype == jnp.float32
+    check_grads(jnp.log10, [np.array([0.5, 10.0, 1000.0])])

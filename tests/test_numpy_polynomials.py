@@ -338,3 +338,30 @@ def test_windows(name):
         fn(5.0)
     with pytest.raises(TypeError, match=rf"{name}: M must be an integer"):
         nova.jit(fn)(5)
+
+
+def test_poly_and_polydiv():
+    import nova.numpy as jnp
+
+    for roots in ([1.0, 2.0, 3.0], [-0.5], [2.0, 2.0, -1.0, 0.25]):
+        roots = np.array(roots)  # float64 (a list would be the default float32)
+        np.testing.assert_allclose(np.asarray(jnp.poly(roots)), np.poly(roots), rtol=1e-12)
+    assert jnp.poly([1, 2]).dtype == jnp.float32
+    m = np.array([[2.0, 1.0], [1.0, 3.0]])
+    np.testing.assert_allclose(np.asarray(jnp.poly(m)), np.poly(m), rtol=1e-12)
+    for u, v in [([1.0, -6, 11, -6], [1.0, -1]), ([3.0, 5, 2, 1], [2.0, 1, 7]), ([1.0, 2], [4.0]),
+                 ([1.0], [1.0, 2, 3])]:
+        u, v = np.array(u), np.array(v)
+        q, r = jnp.polydiv(u, v)
+        eq, er = np.polydiv(u, v)
+        np.testing.assert_allclose(np.asarray(q), eq, rtol=1e-12, atol=1e-12)
+        # jax.numpy's static lengths: r has len(u) entries, leading ones zero
+        np.testing.assert_allclose(np.asarray(r)[-len(er):], er, rtol=1e-12, atol=1e-12)
+        t = np.linspace(-2, 2, 7)  # u = q v + r as functions
+        np.testing.assert_allclose(np.polyval(np.asarray(q), t) * np.polyval(v, t)
+                                   + np.polyval(np.asarray(r), t), np.polyval(u, t), atol=1e-11)
+    _, r = jnp.polydiv(np.array([1.0, -6, 11, -6]), np.array([1.0, -1]), trim_leading_zeros=True)
+    np.testing.assert_array_equal(np.asarray(r), [0.0])
+    check_grads(lambda a, b: jnp.polydiv(a, b)[0], [np.array([3.0, 5, 2, 1]), np.array([2.0, 1, 7])])
+    with pytest.raises(ValueError, match="polydiv: v must not be empty"):
+        jnp.polydiv([1.0], [])

@@ -41,12 +41,16 @@ __all__ = [
     "array_str",
     "atleast_3d",
     "block",
+    "c_",
     "concat",
     "conj",
     "conjugate",
     "copy",
     "cumulative_prod",
     "cumulative_sum",
+    "diagflat",
+    "dsplit",
+    "einsum_path",
     "from_dlpack",
     "frombuffer",
     "fromfile",
@@ -71,6 +75,7 @@ __all__ = [
     "matvec",
     "mgrid",
     "ogrid",
+    "packbits",
     "permute_dims",
     "piecewise",
     "place",
@@ -78,12 +83,14 @@ __all__ = [
     "ptp",
     "put",
     "put_along_axis",
+    "r_",
     "real",
     "rollaxis",
     "s_",
     "save",
     "savez",
     "set_printoptions",
+    "unpackbits",
     "unstack",
     "vecdot",
     "vecmat",
@@ -275,6 +282,139 @@ def copy(a, order=None):
     from nova.ops import lax
 
     return lax.copy(asarray(a))
+
+
+def diagflat(v, k=0):
+    """A 2-d array with the flattened v on diagonal k (numpy.diagflat)."""
+    return jnp.diag(jnp.ravel(asarray(v)), k)
+
+
+def dsplit(ary, indices_or_sections):
+    """split along the third axis (numpy.dsplit); ValueError for fewer than 3 dimensions."""
+    a = asarray(ary)
+    if a.ndim < 3:
+        raise ValueError(f"dsplit: ary must have at least 3 dimensions, got shape {a.shape}"
+                         f"{where_am_i()}")
+    return jnp.split(a, indices_or_sections, axis=2)
+
+
+def einsum_path(subscripts, *operands, optimize="greedy", einsum_call=False):
+    """(path, report) of numpy.einsum_path for operands of these shapes (a host computation
+    on the shapes alone: Nova's own einsum contracts pairwise in its own order)."""
+    shaped = [np.broadcast_to(np.zeros((), np.float32), np.shape(asarray(o))) for o in operands]
+    return np.einsum_path(subscripts, *shaped, optimize=optimize)
+
+
+def _bits_axis(name, a, axis):
+    if axis is None:
+        return jnp.ravel(a), 0
+    return a, normalize_axis(axis, a.ndim)
+
+
+def packbits(a, /, axis=None, bitorder="big"):
+    """The elements of a (nonzero as 1) packed 8 to a uint8 along axis (numpy.packbits; the
+    flattened a with axis None), the last byte zero-padded; bitorder 'big' puts the first
+    element in the most significant bit. Raises TypeError for float input, ValueError for a
+    bad bitorder."""
+    x = asarray(a)
+    if not (dtypes.is_int(x.dtype) or x.dtype == dtypes.bool_):
+        raise TypeError(f"packbits: a must be bool or integer, got dtype {x.dtype}{where_am_i()}")
+    if bitorder not in ("big", "little"):
+        raise ValueError(f"packbits: bitorder must be 'big' or 'little', got {bitorder!r}"
+                         f"{where_am_i()}")
+    x, ax = _bits_axis("packbits", x, axis)
+    bits = (x != 0).astype(dtypes.int32)
+    n = bits.shape[ax]
+    pad = (-n) % 8
+    if pad:
+        widths = [(0, 0)] * bits.ndim
+        widths[ax] = (0, pad)
+        bits = jnp.pad(bits, widths)
+    bits = jnp.moveaxis(bits, ax, -1)
+    bits = jnp.reshape(bits, (*bits.shape[:-1], (n + pad) // 8, 8))
+    weights = 2 ** np.arange(7, -1, -1) if bitorder == "big" else 2 ** np.arange(8)
+    packed = jnp.sum(bits * jnp.asarray(weights.astype(np.int32)), axis=-1)
+    return jnp.moveaxis(packed.astype(dtypes.uint8), -1, ax)
+
+
+def unpackbits(a, /, axis=None, count=None, bitorder="big"):
+    """The bits of a uint8 array as 0/1 uint8 values along axis (numpy.unpackbits; flattened
+    with axis None); count keeps the first `count` bits (negative: drops the last -count),
+    a count beyond the bits pads with zeros. Raises TypeError for non-uint8 input."""
+    x = asarray(a)
+    if x.dtype != dtypes.uint8:
+        raise TypeError(f"unpackbits: a must be uint8, got dtype {x.dtype}{where_am_i()}")
+    if bitorder not in ("big", "little"):
+        raise ValueError(f"unpackbits: bitorder must be 'big' or 'little', got {bitorder!r}"
+                         f"{where_am_i()}")
+    x, ax = _bits_axis("unpackbits", x, axis)
+    shifts = np.arange(7, -1, -1) if bitorder == "big" else np.arange(8)
+    xi = jnp.moveaxis(x, ax, -1).astype(dtypes.int32)
+    bits = (xi[..., None] >> jnp.asarray(shifts.astype(np.int32))) & 1
+    bits = jnp.reshape(bits, (*bits.shape[:-2], bits.shape[-2] * 8)).astype(dtypes.uint8)
+    if count is not None:
+        total = bits.shape[-1]
+        c = operator.index(count)
+        keep = c if c >= 0 else builtins.max(total + c, 0)
+        if keep <= total:
+            bits = bits[..., :keep]
+        else:
+            bits = jnp.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, keep - total)])
+    return jnp.moveaxis(bits, -1, ax)
+
+
+class _AxisConcatenator:
+    """r_ / c_: index with arrays, scalars and slices (start:stop:step, or a complex step for
+    that many points, stop included) to concatenate them along an axis. A leading string sets
+    "axis", "axis,ndmin" or "axis,ndmin,trans1d" as numpy.r_'s; c_ is r_['-1,2,0', ...].
+    The matrix directives 'r' and 'c' are not supported (NotImplementedError)."""
+
+    def __init__(self, axis, ndmin, trans1d, name):
+        self.axis, self.ndmin, self.trans1d, self.name = axis, ndmin, trans1d, name
+
+    def __getitem__(self, key):
+        items = key if isinstance(key, tuple) else (key,)
+        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
+        if items and isinstance(items[0], str):
+            spec, items = items[0], items[1:]
+            if spec in ("r", "c"):
+                raise NotImplementedError(f"{self.name}: the matrix directives 'r' and 'c' "
+                                          f"are not supported")
+            parts = [int(p) for p in spec.split(",")]
+            axis = parts[0]
+            if len(parts) > 1:
+                ndmin = parts[1]
+            if len(parts) > 2:
+                trans1d = parts[2]
+        arrays = []
+        for it in items:
+            if isinstance(it, slice):
+                start = 0 if it.start is None else it.start
+                step = 1 if it.step is None else it.step
+                if isinstance(step, complex):
+                    vals = np.linspace(start, it.stop, int(abs(step)))
+                else:
+                    vals = np.arange(start, it.stop, step)
+                dt = dtypes.default_float if vals.dtype.kind == "f" else dtypes.default_int
+                x = jnp.asarray(vals.astype(dt))
+            else:
+                x = asarray(it)
+            nd = x.ndim
+            if nd < ndmin:
+                x = jnp.reshape(x, (1,) * (ndmin - nd) + x.shape)
+                if trans1d != -1:
+                    k2 = ndmin - nd
+                    k1 = trans1d if trans1d >= 0 else trans1d + k2 + 1
+                    axes = list(range(ndmin))
+                    x = jnp.transpose(x, axes[:k1] + axes[k2:] + axes[k1:k2])
+            arrays.append(x)
+        if not arrays:
+            return jnp.zeros((0,), dtypes.default_float)
+        return jnp.concatenate(arrays, axis=axis)
+
+
+r_ = _AxisConcatenator(0, 1, -1, "r_")
+c_ = _AxisConcatenator(-1, 2, 0, "c_")
 
 
 # --- functional application -----------------------------------------------------------------

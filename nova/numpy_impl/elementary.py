@@ -64,6 +64,7 @@ __all__ = [
     "isposinf",
     "lcm",
     "ldexp",
+    "log10",
     "modf",
     "pow",
     "rad2deg",
@@ -470,6 +471,19 @@ def bitwise_count(x, /):
 
 
 # --- conversions and aliases ----------------------------------------------------------------
+
+
+def log10(x, /):
+    """The base-10 logarithm elementwise (numpy.log10): log(x) / ln 10, with exact powers of
+    ten rounded to their integers' exponents. Integer and bool inputs become float32; 0 gives
+    -inf, negative inputs NaN."""
+    a = _float("log10", x)
+    r = lax.mul(lax.log(a), _full(a, 1 / math.log(10)))
+    # log(10**k) / ln 10 can miss k by an ulp; snap to k where 10**k reproduces x exactly
+    k = lax.round(r)
+    exact = lax.bitwise_and(lax.eq(lax.pow(_full(a, 10.0), k), a), jnp.isfinite(r))
+    # r + (k - r) with the correction held constant: the derivative stays 1 / (x ln 10)
+    return lax.add(r, _where(exact, lax.stop_gradient(lax.sub(k, r)), _zeros(r)))
 
 
 def deg2rad(x, /):

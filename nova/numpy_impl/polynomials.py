@@ -43,6 +43,8 @@ __all__ = [
     "polyder",
     "polyfit",
     "polyint",
+    "polydiv",
+    "poly",
     "polymul",
     "polysub",
     "polyval",
@@ -703,3 +705,63 @@ def hanning(M):
     if n is None:
         return _trivial(M)
     return jnp.add(0.5, jnp.multiply(0.5, jnp.cos(jnp.multiply(np.pi, n))))
+
+
+def poly(seq_of_zeros):
+    """The coefficients (highest degree first) of the monic polynomial with the given real roots
+    (numpy.poly): the product of (x - r) over the roots, one polymul per root. A square 2-d
+    input stands for a matrix whose characteristic polynomial is wanted: its roots are the
+    eigenvalues, which are real only for symmetric matrices, so it must be symmetric (its
+    eigenvalues come from eigvalsh; a non-symmetric matrix would need complex roots, which
+    Nova does not have). Integer roots give float32. Raises ValueError for other shapes.
+    """
+    a = _arr("poly", "seq_of_zeros", seq_of_zeros)
+    if a.ndim == 2 and a.shape[0] == a.shape[1] and a.shape[0] > 0:
+        from nova.numpy_impl.decompositions import eigvalsh
+
+        a = eigvalsh(a)
+    elif a.ndim > 1:
+        raise ValueError(f"poly: seq_of_zeros must be 1-d or a square matrix, got shape "
+                         f"{a.shape}{where_am_i()}")
+    if not dtypes.is_float(a.dtype):
+        a = a.astype(dtypes.default_float)
+    a = jnp.atleast_1d(a)
+    c = jnp.ones((1,), a.dtype)
+    for k in range(a.shape[0]):
+        c = polymul(c, jnp.stack([jnp.ones((), a.dtype), -a[k]]))
+    return c
+
+
+def polydiv(u, v, *, trim_leading_zeros=False):
+    """(quotient, remainder) of polynomial division u / v (numpy.polydiv), highest degree first:
+    u = q * v + r with deg r < deg v. Long division, one step per quotient coefficient (static
+    lengths: q has len(u) - len(v) + 1 entries, r has len(u), leading entries zero, as
+    jax.numpy's; trim_leading_zeros=True trims them for concrete input). v's leading
+    coefficient must be nonzero (inf/NaN otherwise). Integer inputs become float32.
+    Differentiable in u and v. Raises ValueError for inputs that are not 1-d.
+    """
+    a, b = _promoted("polydiv", {"u": u, "v": v})
+    a, b = _poly1d("polydiv", "u", a), _poly1d("polydiv", "v", b)
+    m, n = a.shape[0], b.shape[0]
+    if n == 0:
+        raise ValueError(f"polydiv: v must not be empty{where_am_i()}")
+    if m < n:
+        return jnp.zeros((1,), a.dtype), a
+    lead = b[0]
+    q = []
+    r = a
+    for k in range(m - n + 1):
+        coef = r[k] / lead
+        q.append(coef)
+        pad = jnp.concatenate([jnp.zeros((k,), a.dtype), coef * b,
+                               jnp.zeros((m - n - k,), a.dtype)])
+        r = r - pad
+        r = r.at[k].set(jnp.zeros((), a.dtype))  # exactly zero, as the step intends
+    quotient = jnp.stack(q)
+    if trim_leading_zeros:
+        c = _concrete(r)
+        if c is None:
+            raise TypeError(f"polydiv: trim_leading_zeros=True needs concrete inputs{where_am_i()}")
+        nz = np.flatnonzero(c)
+        r = r[int(nz[0]):] if nz.size else r[-1:]
+    return quotient, r

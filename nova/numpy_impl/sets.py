@@ -605,10 +605,10 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
                              f"({d}), got {len(per_dim)}{where_am_i()}")
     else:
         per_dim = [bins] * d
-    if range is not None:
-        if len(range) != d or any(r is not None and np.shape(r) != (2,) for r in range):
-            raise ValueError(f"{name}: for a sample of shape {(n, d)}, range must be a "
-                             f"sequence of {d} (min, max) pairs or Nones{where_am_i()}")
+    if range is not None and (len(range) != d or
+                              any(r is not None and np.shape(r) != (2,) for r in range)):
+        raise ValueError(f"{name}: for a sample of shape {(n, d)}, range must be a "
+                         f"sequence of {d} (min, max) pairs or Nones{where_am_i()}")
     idxs, edges = [], []
     for i in builtins.range(d):
         col = s[:, i]

@@ -265,3 +265,16 @@ def test_packbits_unpackbits(axis, bitorder):
         jnp.unpackbits(np.array([1, 2]))
     with pytest.raises(TypeError, match="packbits: a must be bool or integer"):
         jnp.packbits(np.array([0.5]))
+
+
+def test_review_kaiser_piecewise_bfloat16_unpackbits(tmp_path):
+    np.testing.assert_allclose(np.asarray(jnp.kaiser(7, 100.0)), np.kaiser(7, 100.0), rtol=1e-5,
+                               atol=1e-30)
+    x = np.array([1.0, 2.0, 3.0])
+    _eq(jnp.piecewise(x, [True, False, True], [lambda v: v * 10]),
+        np.piecewise(x, [True, False, True], [lambda v: v * 10]))
+    jnp.save(str(tmp_path / "b"), jnp.ones(3, jnp.bfloat16))
+    back = jnp.load(str(tmp_path / "b.npy"))
+    assert back.dtype == jnp.bfloat16 and np.asarray(back, np.float32).tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="removes more than the 8 bits"):
+        jnp.unpackbits(np.array([3], np.uint8), count=-100)

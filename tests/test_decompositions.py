@@ -330,3 +330,52 @@ def test_integer_inputs_and_errors():
         LA.matrix_power(np.eye(2), 1.5)
     with pytest.raises(ValueError, match="at least two arrays"):
         LA.multi_dot([np.eye(2)])
+
+
+def test_review_scaled_and_empty_matrices():
+    # entries whose squares overflow or underflow (the sweeps stopped at once before)
+    s = np.array([[2.0, 1.0], [1.0, 2.0]])
+    for scale, dtype in [(1e155, np.float64), (1e-170, np.float64), (1e19, np.float32),
+                         (1e-25, np.float32)]:
+        a = (scale * s).astype(dtype)
+        tol = 1e-12 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(_np(LA.eigvalsh(a)) / scale, [1.0, 3.0], rtol=tol)
+        np.testing.assert_allclose(_np(LA.svdvals(a)) / scale, [3.0, 1.0], rtol=tol)
+        np.testing.assert_allclose(_np(LA.pinv(a)) * scale, np.linalg.inv(s), rtol=tol * 10)
+        np.testing.assert_allclose(_np(LA.cholesky(a)) / np.sqrt(scale), np.linalg.cholesky(s),
+                                   rtol=tol)
+        assert int(LA.matrix_rank(a)) == 2
+    z = np.zeros((0, 0))
+    assert LA.inv(z).shape == (0, 0) and float(LA.det(z)) == 1.0
+    sign, logdet = LA.slogdet(z)
+    assert float(sign) == 1.0 and float(logdet) == 0.0
+    assert LA.solve(z, np.zeros(0)).shape == (0,)
+    assert LA.qr(z).Q.shape == (0, 0) and LA.qr(np.zeros((3, 0))).Q.shape == (3, 0)
+    assert LA.qr(np.zeros((3, 0)), mode="complete").Q.shape == (3, 3)
+    assert int(LA.matrix_rank(z)) == 0
+
+
+def test_review_scipy_triangles_and_lu_solve_under_jit():
+    s = _spd(4)
+    r = RNG.standard_normal((4, 4))
+    upper_only = s + np.tril(r, -1)  # the lower triangle is garbage; SciPy's upper U reads above
+    np.testing.assert_allclose(_np(nsl.cholesky(upper_only)), np.linalg.cholesky(s).T,
+                               rtol=1e-12, atol=1e-12)
+    lower_only = s + np.triu(r, 1)
+    np.testing.assert_allclose(_np(nsl.cholesky(lower_only, lower=True)), np.linalg.cholesky(s),
+                               rtol=1e-12, atol=1e-12)
+    b = RNG.standard_normal(4)
+    for assume in ("pos", "sym"):
+        np.testing.assert_allclose(
+            _np(nsl.solve(np.tril(s), b, assume_a=assume, lower=True)), np.linalg.solve(s, b),
+            rtol=1e-11)
+        np.testing.assert_allclose(
+            _np(nsl.solve(np.triu(s), b, assume_a=assume)), np.linalg.solve(s, b), rtol=1e-11)
+    a = RNG.standard_normal((4, 4))
+    f = nova.jit(lambda m, v: nsl.lu_solve(nsl.lu_factor(m), v))
+    np.testing.assert_allclose(_np(f(a, b)), np.linalg.solve(a, b), rtol=1e-11)
+    ab, bb = RNG.standard_normal((3, 4, 4)), RNG.standard_normal((3, 4))
+    np.testing.assert_allclose(_np(nsl.lu_solve(nsl.lu_factor(ab), bb)),
+                               np.linalg.solve(ab, bb[..., None])[..., 0], rtol=1e-10)
+    np.testing.assert_allclose(_np(nova.vmap(lambda m, v: nsl.lu_solve(nsl.lu_factor(m), v))(ab, bb)),
+                               np.linalg.solve(ab, bb[..., None])[..., 0], rtol=1e-10)

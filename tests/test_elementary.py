@@ -240,3 +240,33 @@ def test_log10_exact_powers_and_derivative():
     _same_bits(jnp.log10(g), np.log10(g.astype(np.float64)).astype(np.float32), ulps=2)
     assert jnp.log10(np.arange(1, 3)).dtype == jnp.float32
     check_grads(jnp.log10, [np.array([0.5, 10.0, 1000.0])])
+
+
+def test_review_edge_cases():
+    # ldexp never meets 0 * inf; log10 does not snap subnormals; spacing(max) is inf
+    np.testing.assert_array_equal(np.asarray(jnp.ldexp(np.array([0.0, np.inf, 3.0, 1.0]),
+                                                       np.array([3000, -3000, 5000, -1080]))),
+                                  np.ldexp(np.array([0.0, np.inf, 3.0, 1.0]),
+                                           np.array([3000, -3000, 5000, -1080])))
+    assert float(jnp.ldexp(np.float32(0), 300)) == 0.0
+    np.testing.assert_allclose(float(jnp.log10(np.float64(1e-323))), np.log10(1e-323), rtol=1e-15)
+    np.testing.assert_allclose(float(jnp.log10(np.float32(1e-45))), np.log10(np.float32(1e-45)),
+                               rtol=1e-6)
+    assert float(jnp.spacing(np.finfo(np.float64).max)) == np.inf
+    assert float(jnp.spacing(-np.finfo(np.float32).max)) == -np.inf
+    # gcd with INT_MIN, whose magnitude wraps
+    for dt in (np.int8, np.int16, np.int32, np.int64):
+        lo = np.iinfo(dt).min
+        a, b = np.array([18, lo, 6], dt), np.array([lo, 6, lo], dt)
+        np.testing.assert_array_equal(np.asarray(jnp.gcd(a, b)), np.gcd(a, b))
+    # float floor_divide agrees with mod (NumPy's divmod)
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(500) * 10, [0.5, -0.5, 1.0, 0.0, -0.0, np.inf]])
+    y = np.concatenate([rng.standard_normal(500), [0.1, 0.1, 0.0, 3.0, -3.0, 2.0]])
+    with np.errstate(all="ignore"):
+        want = np.floor_divide(x, y)
+    got = np.asarray(jnp.floor_divide(x, y))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(want)]), np.signbit(want[~np.isnan(want)]))
+    q, r = jnp.divmod(np.float64(0.5), np.float64(0.1))
+    assert float(q) == 4.0 and float(r) == np.fmod(0.5, 0.1)

@@ -5,11 +5,11 @@ else closed forms the test computes itself (those run always)."""
 
 from fractions import Fraction
 
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
 import nova
-import nova.numpy as jnp
 import nova.scipy.special as N
 from tests.helpers import check_grads
 
@@ -33,7 +33,8 @@ def test_closed_forms():
     _close(N.zeta(np.float64(2.0), 0.5), np.pi ** 2 / 2, rtol=2e-15)  # zeta(2, 1/2) = 3 zeta(2)
     _close(N.polygamma(1, np.float64(1.0)), np.pi ** 2 / 6, rtol=2e-15)
     _close(N.polygamma(0, np.float64(1.0)), -0.5772156649015329, rtol=1e-14)
-    assert float(N.zeta(np.float64(1.0))) == np.inf and np.isnan(float(N.zeta(np.float64(0.5))))
+    assert float(N.zeta(np.float64(1.0))) == np.inf and np.isnan(float(N.zeta(np.float64(0.5), 2.0)))
+    _close(N.zeta(np.float64(0.5)), -1.4603545088095868, rtol=1e-14)
     _close(N.beta(np.float64(2.0), 3.0), 1 / 12)
     _close(N.poch(np.float64(3.0), 4.0), 3 * 4 * 5 * 6)
     _close(N.comb(np.array([10.0, 5, 3]), np.array([3.0, 5, 4])), [120, 1, 0])
@@ -109,3 +110,20 @@ def test_against_scipy(name, args):
 ])
 def test_derivatives_against_finite_differences(f, args):
     check_grads(f, args, rtol=1e-6, atol=1e-8)
+
+
+def test_review_zeta_expi_poch_comb_closed_forms():
+    x = np.array([0.0, -1.0, -2.0, -3.0, -20.0])
+    _close(N.zeta(x), [-0.5, -1 / 12, 0.0, 1 / 120, 0.0], rtol=1e-14)
+    got = np.asarray(N.expi(np.array([np.nan, np.inf, -np.inf])))
+    assert np.isnan(got[0]) and got[1] == np.inf and got[2] == 0.0
+    _close(N.poch(np.array([-3.0, -3.0, -3.0]), np.array([2.0, -2.0, 5.0])), [6.0, 0.05, 0.0])
+    _close(N.comb(np.float64(0), 0.0, repetition=True), 1.0)
+
+
+def test_review_against_scipy_hard_cases():
+    x = np.array([0.5, 0.2, -0.3, -3.5, -9.9, -10.5, -21.5, -40.5, 0.99])
+    _close(N.zeta(x), scipy.zeta(x), rtol=2e-14)
+    a = np.array([1e3, 5e3, 1e4])
+    _close(N.gammainc(a, a), scipy.gammainc(a, a), rtol=1e-11)
+    _close(N.gammaincc(a, a * 1.01), scipy.gammaincc(a, a * 1.01), rtol=1e-11)

@@ -355,7 +355,10 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big"):
     if count is not None:
         total = bits.shape[-1]
         c = operator.index(count)
-        keep = c if c >= 0 else builtins.max(total + c, 0)
+        if -c > total:
+            raise ValueError(f"unpackbits: count {c} removes more than the {total} bits"
+                             f"{where_am_i()}")
+        keep = c if c >= 0 else total + c
         if keep <= total:
             bits = bits[..., :keep]
         else:
@@ -468,8 +471,13 @@ def piecewise(x, condlist, funclist, *args, **kw):
     Every function is evaluated on all of x (selection by where), so jit and grad work.
     Raises ValueError when the lengths do not fit."""
     a = asarray(x)
-    if isinstance(condlist, Array | np.ndarray) and np.ndim(condlist) == a.ndim or \
-            isinstance(condlist, bool):
+    # NumPy's rule: a scalar, or a sequence whose first entry is not itself a sequence or an
+    # array (for x with dimensions), is one condition
+    first = condlist[0] if isinstance(condlist, list | tuple) and condlist else None
+    if np.isscalar(condlist) or isinstance(condlist, Array | np.ndarray) and \
+            np.ndim(condlist) == a.ndim or (isinstance(condlist, list | tuple) and a.ndim != 0
+                                            and not isinstance(first, list | tuple | np.ndarray
+                                                               | Array)):
         condlist = [condlist]
     conds = [jnp.asarray(c, dtype=dtypes.bool_) for c in condlist]
     n = len(conds)
@@ -770,6 +778,16 @@ def _chbevl(x, coeffs):
     return 0.5 * (b0 - b2)
 
 
+def _i0e(m):
+    # exp(-m) I0(m) for m = |x| >= 0
+    small = m <= 8.0
+    ms = jnp.where(small, m, jnp.full_like(m, 8.0))
+    ml = jnp.where(small, jnp.full_like(m, 16.0), m)
+    lo = _chbevl(ms * 0.5 - 2.0, _I0_A)
+    hi = _chbevl(32.0 / ml - 2.0, _I0_B) / jnp.sqrt(ml)
+    return jnp.where(small, lo, hi)
+
+
 def i0(x):
     """The modified Bessel function of the first kind, order 0, elementwise (numpy.i0).
 
@@ -782,12 +800,7 @@ def i0(x):
     if not dtypes.is_float(a.dtype):
         a = a.astype(dtypes.default_float)
     m = jnp.abs(a)
-    small = m <= 8.0
-    ms = jnp.where(small, m, jnp.full_like(m, 8.0))
-    ml = jnp.where(small, jnp.full_like(m, 16.0), m)
-    lo = _chbevl(ms * 0.5 - 2.0, _I0_A)
-    hi = _chbevl(32.0 / ml - 2.0, _I0_B) / jnp.sqrt(ml)
-    return jnp.exp(m) * jnp.where(small, lo, hi)
+    return jnp.exp(m) * _i0e(m)
 
 
 def kaiser(M, beta):
@@ -802,7 +815,10 @@ def kaiser(M, beta):
     alpha = (M - 1) / 2.0
     b = jnp.asarray(beta, dtype=dtypes.float32)
     r = (n - alpha) / alpha
-    return i0(b * jnp.sqrt(jnp.clip(1 - r * r, 0, None))) / i0(b)
+    arg = jnp.abs(b * jnp.sqrt(jnp.clip(1 - r * r, 0, None)))
+    bb = jnp.abs(b)
+    # i0(arg) / i0(beta) as a ratio of exponentially scaled values: no overflow for large beta
+    return _i0e(arg) / _i0e(bb) * jnp.exp(arg - bb)
 
 
 # --- host I/O -------------------------------------------------------------------------------
@@ -868,6 +884,9 @@ def load(file, *args, **kwargs):
     """numpy.load, with a .npy result as a nova Array (jax.numpy.load); an .npz archive comes
     back as NumPy's lazy NpzFile (index it and pass the arrays to nova.numpy.asarray)."""
     out = np.load(file, *args, **kwargs)
+    if isinstance(out, np.ndarray) and out.dtype == np.dtype("V2"):
+        # .npy stores bfloat16 (ml_dtypes) as 2-byte voids: read them back as bfloat16, as JAX
+        out = out.view(dtypes.bfloat16)
     return asarray(out) if isinstance(out, np.ndarray) and out.dtype != object else out
 
 

@@ -130,6 +130,45 @@ def _col(a, j):
     return _lax().dynamic_index_in_dim(a, j, 1, keepdims=False)
 
 
+# --- scaling ----------------------------------------------------------------------------------
+
+
+def _pow2_scale(a, even=False):
+    """2^k near max|a| (2^(2k) with even=True, so its square root is exact too): dividing by it
+    is exact, and the decompositions' squared norms neither overflow (entries near 1e155 in
+    float64, 1e19 in float32) nor underflow. 1 for an all-zero or non-finite a."""
+    jnp = _jnp()
+    m = jnp.max(jnp.abs(a))
+    ok = (m > 0) & jnp.isfinite(m)
+    k = jnp.round(jnp.log2(jnp.where(ok, m, jnp.ones_like(m))))
+    if even:
+        k = 2 * jnp.round(k * 0.5)
+    return jnp.exp2(k)
+
+
+def _cholesky_raw(a):
+    sc = _pow2_scale(a, even=True)
+    return _cholesky_core(a / sc) * _jnp().sqrt(sc)
+
+
+def _qr_raw(a):
+    sc = _pow2_scale(a)
+    q, r = _qr_core(a / sc)
+    return q, r * sc
+
+
+def _eigh_raw(a):
+    sc = _pow2_scale(a)
+    w, v = _eigh_core(a / sc)
+    return w * sc, v
+
+
+def _svd_tall_raw(a):
+    sc = _pow2_scale(a)
+    u, s, v = _svd_tall_core(a / sc)
+    return u, s * sc, v
+
+
 # --- triangular solve -----------------------------------------------------------------------
 
 
@@ -226,7 +265,10 @@ def _solve_with(name, a, b, core, *, vector_if_1d, jnp):
     batch = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = jnp.broadcast_to(a, (*batch, n, n))
     b = jnp.broadcast_to(b, (*batch, *b.shape[-2:]))
-    x = _batched(core, a, b, n_batch=len(batch))
+    if n == 0 or b.shape[-1] == 0 or math.prod(batch) == 0:
+        x = jnp.zeros(b.shape, cd)  # nothing to solve (NumPy's empty result)
+    else:
+        x = _batched(core, a, b, n_batch=len(batch))
     if vector:
         x = x[..., 0]
     return x.astype(dt)
@@ -235,7 +277,7 @@ def _solve_with(name, a, b, core, *, vector_if_1d, jnp):
 # --- Cholesky -------------------------------------------------------------------------------
 
 
-def _cholesky_raw(a):
+def _cholesky_core(a):
     jnp, lax = _jnp(), _lax()
     n = a.shape[0]
     i = _iota(n)
@@ -300,6 +342,10 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     x = x.astype(_compute_dtype(x))
     if symmetrize_input:
         x = (x + _mT(x)) * 0.5
+    elif x.shape[-1]:
+        # the matrix is the lower triangle's symmetric completion, so the derivative lands on
+        # the entries read (the lower triangle) and not on the ignored ones
+        x = _symmetric_from_triangle(x, True)
     if x.shape[-1] == 0:
         return jnp.zeros_like(x).astype(dt)
     if _cholesky is None:
@@ -465,6 +511,9 @@ def slogdet(a):
     x = _matrix("slogdet", a)
     dt = x.dtype
     x = x.astype(_compute_dtype(x))
+    if x.shape[-1] == 0 or x.size == 0:  # the empty product: det 1 (NumPy's)
+        ones = _jnp().ones(x.shape[:-2], dt)
+        return SlogdetResult(ones, _jnp().zeros(x.shape[:-2], dt))
     s, l = _batched(_slogdet, x, n_batch=x.ndim - 2)
     return SlogdetResult(s.astype(dt), l.astype(dt))
 
@@ -505,32 +554,73 @@ def lu(a, permute_l=False):
     return (P @ L, U) if permute_l else (P, L, U)
 
 
+def _perm_from_pivots(piv, m):
+    """The row permutation of LAPACK's pivots (row i swapped with piv[i], in order), traced:
+    one dynamic swap per pivot."""
+    jnp, lax = _jnp(), _lax()
+
+    def step(i, perm):
+        p = piv[i]
+        a, b = perm[i], perm[p]
+        return perm.at[i].set(b).at[p].set(a)
+
+    return lax.fori_loop(0, piv.shape[0], step, jnp.arange(m, dtype=dtypes.int32))
+
+
 def lu_solve(lu_and_piv, b, trans=0):
-    """x with a x = b (trans 0) or a^T x = b (trans 1) from lu_factor's (lu, piv)
-    (scipy.linalg.lu_solve); b (n,) or (n, k). Not differentiable in lu."""
+    """x with a x = b (trans 0) or a^T x = b (trans 1 or 2) from lu_factor's (lu, piv)
+    (scipy.linalg.lu_solve). lu: (..., n, n), piv: (..., n) int, b: (..., n) or (..., n, k)
+    (batches as lu's). Works under jit and vmap (the pivots are applied as traced swaps).
+    Differentiable in b; not in lu. Raises ShapeError for mismatched shapes."""
     jnp = _jnp()
     lu_, piv = lu_and_piv
     lu_ = _matrix("lu_solve", lu_)
+    piv = jnp.asarray(piv).astype(dtypes.int32)
     n = lu_.shape[-1]
-    perm = np.arange(n)
-    piv_np = np.asarray(piv)
-    if piv_np.ndim != 1:
-        raise ShapeError(f"lu_solve: batched pivots are not supported, got {piv_np.shape}")
-    for i, p in enumerate(piv_np):
-        perm[[i, p]] = perm[[p, i]]
+    if piv.shape != lu_.shape[:-1]:
+        raise ShapeError(f"lu_solve: piv must have shape {lu_.shape[:-1]} to match lu of shape "
+                         f"{lu_.shape}, got {piv.shape}{where_am_i()}")
+    if trans not in (0, 1, 2, "N", "T", "C"):
+        raise ValueError(f"lu_solve: trans must be 0, 1 or 2, got {trans!r}{where_am_i()}")
+    transposed = trans not in (0, "N")
     bb = _as_float("lu_solve", b, "b")
-    vec = bb.ndim == 1
+    vec = bb.ndim == lu_.ndim - 1
     if vec:
-        bb = bb[:, None]
-    permj = jnp.asarray(perm.astype(np.int32))
-    x = _lu_solve_raw(lu_, permj, bb) if trans == 0 else _lu_solve_t_raw(lu_, permj, bb)
-    return x[:, 0] if vec else x
+        bb = bb[..., None]
+    if bb.shape[-2] != n:
+        raise ShapeError(f"lu_solve: b must have {n} rows to match lu of shape {lu_.shape}, got "
+                         f"shape {bb.shape}{where_am_i()}")
+
+    def core(m, p, r):
+        perm = _perm_from_pivots(p, n)
+        return _lu_solve_t_raw(m, perm, r) if transposed else _lu_solve_raw(m, perm, r)
+
+    x = _batched(core, lu_, piv, bb, n_batch=lu_.ndim - 2)
+    return x[..., 0] if vec else x
+
+
+def _symmetric_from_triangle(a, lower):
+    """The symmetric matrix whose lower (or upper) triangle is a's."""
+    jnp = _jnp()
+    x = _matrix("symmetric", a)
+    t = jnp.tril(x) if lower else jnp.triu(x)
+    n = x.shape[-1]
+    eye = _iota(n, 0, 2) == _iota(n, 1, 2)
+    return t + _mT(t) - jnp.where(eye, x, jnp.zeros_like(x))
+
+
+def _cholesky_from_triangle(a, lower):
+    """SciPy's Cholesky: L from a's lower triangle, or U = L^T from its upper one."""
+    x = _matrix("cholesky", a)
+    if lower:
+        return cholesky(x, symmetrize_input=False)
+    return _mT(cholesky(_mT(x), symmetrize_input=False))
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
-    """(c, lower) of scipy.linalg.cho_factor: the Cholesky factor (upper unless lower=True) for
-    cho_solve."""
-    return cholesky(a, upper=not lower), lower
+    """(c, lower) of scipy.linalg.cho_factor: the Cholesky factor (upper unless lower=True,
+    from that triangle of a) for cho_solve."""
+    return _cholesky_from_triangle(a, lower), lower
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
@@ -545,7 +635,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 # --- QR -------------------------------------------------------------------------------------
 
 
-def _qr_raw(a):
+def _qr_core(a):
     """(Q (m, m), R (m, n)) of a 2-D a by Householder reflections."""
     jnp, lax = _jnp(), _lax()
     m, n = a.shape
@@ -623,7 +713,12 @@ def qr(a, mode="reduced"):
     dt = x.dtype
     x = x.astype(_compute_dtype(x))
     m, n = x.shape[-2:]
-    if mode == "reduced" and m >= n:
+    if x.size == 0:  # Q is (a slice of) the identity, R empty or zero
+        jnp = _jnp()
+        k = m if mode == "complete" else min(m, n)
+        q = jnp.broadcast_to(_eye(m, x.dtype)[:, :k], (*x.shape[:-2], m, k))
+        r = jnp.zeros((*x.shape[:-2], k, n), x.dtype)
+    elif mode == "reduced" and m >= n:
         if _qr_reduced is None:
             _qr_reduced = _make_qr()
         q, r = _batched(_qr_reduced, x, n_batch=x.ndim - 2)
@@ -679,7 +774,7 @@ def _max_sweeps(dtype):
     return 20 if dtype == dtypes.float64 else 12
 
 
-def _eigh_raw(a):
+def _eigh_core(a):
     """(w ascending, V) with a V = V diag(w) for a symmetric 2-D a: parallel cyclic Jacobi."""
     jnp, lax = _jnp(), _lax()
     n0 = a.shape[0]
@@ -816,7 +911,7 @@ def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
     return eigh(a, UPLO, symmetrize_input)[0]
 
 
-def _svd_tall_raw(a):
+def _svd_tall_core(a):
     """(U (m, m), s (n,) descending, V (n, n)) of a 2-D a with m >= n: one-sided Jacobi on the
     columns, then U from a Householder QR of a V."""
     jnp, lax = _jnp(), _lax()
@@ -1070,6 +1165,8 @@ def matrix_rank(M, rtol=None, *, tol=None):
     x = _as_float("matrix_rank", M, "M")
     if x.ndim < 2:
         return jnp.any(x != 0).astype(dtypes.int32)
+    if min(x.shape[-2:]) == 0:
+        return jnp.zeros(x.shape[:-2], dtypes.int32)
     s = svdvals(x)
     m, n = x.shape[-2:]
     if tol is None:

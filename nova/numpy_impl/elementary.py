@@ -264,11 +264,23 @@ def fabs(x, /):
 
 
 def _exp2_int(e):
-    # 2**e exactly for an integer-valued float array e, in two factors: 2**e1 * 2**e2 with
-    # e1 = floor(e / 2), so neither factor overflows or underflows when the product is in range
-    # (ldexp(tiny, 2000) in float64, frexp's 2**-e of a subnormal).
-    e1 = lax.floor(lax.mul(e, _full(e, 0.5)))
-    return lax.exp2(e1), lax.exp2(lax.sub(e, e1))
+    # 2**e exactly for an integer-valued float array e, as three factors 2**e1 * 2**e2 * 2**e3
+    # (e1 = floor(e / 3), ...), after clamping e to the span between the smallest subnormal and
+    # the overflow threshold (beyond it the product is 0 or inf anyway): no factor overflows or
+    # underflows, so x * f1 * f2 * f3 is exact when the result is in range and 0 * f stays 0
+    # (ldexp(0, 3000) must not meet 0 * inf).
+    info = np.finfo(np.dtype(e.dtype))
+    span = float(info.maxexp - np.log2(info.smallest_subnormal) + 2)
+    e = lax.clamp(_full(e, -span), e, _full(e, span))
+    e1 = lax.floor(lax.mul(e, _full(e, 1 / 3)))
+    e2 = lax.floor(lax.mul(lax.sub(e, e1), _full(e, 0.5)))
+    return lax.exp2(e1), lax.exp2(e2), lax.exp2(lax.sub(lax.sub(e, e1), e2))
+
+
+def _times_pow2(x, factors):
+    for f in factors:
+        x = lax.mul(x, f)
+    return x
 
 
 def frexp(x, /):
@@ -284,8 +296,7 @@ def frexp(x, /):
     finite = lax.bitwise_and(jnp.isfinite(a), lax.ne(a, _zeros(a)))
     ms = _where(finite, m, _full(m, 1))
     e = lax.add(lax.floor(lax.log2(ms)), _full(ms, 1))
-    f1, f2 = _exp2_int(lax.neg(e))
-    r = lax.mul(lax.mul(ms, f1), f2)
+    r = _times_pow2(ms, _exp2_int(lax.neg(e)))
     one, half = _full(r, 1), _full(r, 0.5)
     big = lax.ge(r, one)
     r = _where(big, lax.mul(r, half), r)
@@ -310,8 +321,7 @@ def ldexp(x1, x2, /):
         raise TypeError(f"ldexp: x2 must be an integer array, got dtype {e.dtype}{where_am_i()}")
     a = _float("ldexp", x1)
     a, ef = promote("ldexp", a, lax.convert_element_type(e, a.dtype))
-    f1, f2 = _exp2_int(ef)
-    return lax.mul(lax.mul(a, f1), f2)
+    return _times_pow2(a, _exp2_int(ef))
 
 
 def modf(x, /):
@@ -340,8 +350,9 @@ def spacing(x, /):
     ef = lax.convert_element_type(e, a.dtype)
     p = _full(ef, info.nmant + 1)
     lowest = _full(ef, float(np.log2(info.smallest_subnormal)))
-    f1, f2 = _exp2_int(lax.max(lax.sub(ef, p), lowest))
-    s = lax.mul(f1, f2)
+    s = _times_pow2(_full(a, 1), _exp2_int(lax.max(lax.sub(ef, p), lowest)))
+    # past the largest float the next one is inf (NumPy's spacing(finfo.max) is inf)
+    s = _where(lax.eq(lax.abs(a), _full(a, float(info.max))), _full(a, np.inf), s)
     s = _where(jnp.isfinite(a), _negate_where_negative(a, s), _full(a, np.nan))
     return _where(lax.eq(a, _zeros(a)), _full(a, float(info.smallest_subnormal)), s)
 
@@ -420,7 +431,9 @@ def gcd(x1, x2, /):
         safe = _where(nz, y, _full(y, 1))
         return _where(nz, y, x), _where(nz, lax.rem(x, safe), y)
 
-    return lax.while_loop(cond, body, (a, b))[0]
+    # |INT_MIN| wraps to INT_MIN, so a result can come out negative: its magnitude is the gcd
+    # (NumPy's gcd(18, -128) in int8 is 2)
+    return lax.abs(lax.while_loop(cond, body, (a, b))[0])
 
 
 def lcm(x1, x2, /):
@@ -481,7 +494,10 @@ def log10(x, /):
     r = lax.mul(lax.log(a), _full(a, 1 / math.log(10)))
     # log(10**k) / ln 10 can miss k by an ulp; snap to k where 10**k reproduces x exactly
     k = lax.round(r)
-    exact = lax.bitwise_and(lax.eq(lax.pow(_full(a, 10.0), k), a), jnp.isfinite(r))
+    # (normal x only: a subnormal 10**k rounds, so 1e-323 would pass as exact)
+    normal = lax.ge(a, _full(a, float(np.finfo(np.dtype(a.dtype)).tiny)))
+    exact = lax.bitwise_and(lax.bitwise_and(lax.eq(lax.pow(_full(a, 10.0), k), a),
+                                            jnp.isfinite(r)), normal)
     # r + (k - r) with the correction held constant: the derivative stays 1 / (x ln 10)
     return lax.add(r, _where(exact, lax.stop_gradient(lax.sub(k, r)), _zeros(r)))
 

@@ -200,11 +200,30 @@ def power(x1, x2, /):
     )
 
 
+def _float_divmod(a, b):
+    """NumPy's float floor division and remainder (npy_divmod, CPython's float_divmod): the
+    quotient from (a - fmod(a, b)) / b, rounded to the nearest integer, so the two agree
+    (a = q b + r): floor(0.5 / 0.1) would be 5 where 0.5 // 0.1 is 4 with remainder 0.1."""
+    zero = lax.full(a.shape, 0, a.dtype)
+    one = lax.full(a.shape, 1, a.dtype)
+    mod = lax.rem(a, b)
+    div = lax.div(lax.sub(a, mod), b)
+    fix = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(b, zero), lax.lt(mod, zero)))
+    mod = lax.select(fix, lax.add(mod, b), mod)
+    div = lax.select(fix, lax.sub(div, one), div)
+    q = lax.floor(div)
+    q = lax.select(lax.gt(lax.sub(div, q), lax.full(a.shape, 0.5, a.dtype)), lax.add(q, one), q)
+    # a zero quotient takes the sign of a / b; b == 0 gives a / b (inf or NaN), as NumPy
+    q = lax.select(lax.eq(div, zero), lax.mul(zero, lax.div(a, b)), q)
+    q = lax.select(lax.eq(b, zero), lax.div(a, b), q)
+    return q, mod
+
+
 def floor_divide(x1, x2, /):
     """Floor of x1 / x2 elementwise (numpy.floor_divide); integer division by 0 gives 0."""
     a, b = promote("floor_divide", x1, x2)
     if dtypes.is_float(a.dtype):
-        return lax.floor(lax.div(a, b))
+        return _float_divmod(a, b)[0]
     q = lax.div(a, b)  # truncates toward zero
     zero = lax.full(a.shape, 0, a.dtype)
     r = lax.rem(a, b)

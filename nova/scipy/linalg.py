@@ -22,8 +22,9 @@ __all__ = list(_d.SCIPY_LINALG)
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """The Cholesky factor of a symmetric positive-definite a (scipy.linalg.cholesky): upper
-    (a = U^T U) unless lower=True. See nova.numpy.linalg.cholesky."""
-    return _d.cholesky(a, upper=not lower)
+    (a = U^T U, from a's upper triangle) unless lower=True (L, from the lower triangle); the
+    other triangle is not read, as SciPy's. See nova.numpy.linalg.cholesky."""
+    return _d._cholesky_from_triangle(a, lower)
 
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
@@ -60,13 +61,17 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
 def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
           assume_a="gen", transposed=False):
     """scipy.linalg.solve: x with a x = b (a^T x = b if transposed); b (n,) or (n, k).
-    assume_a "pos" uses the Cholesky factor, anything else LU with partial pivoting."""
+    assume_a "pos" uses the Cholesky factor, anything else LU with partial pivoting; for
+    "pos", "sym" and "her" only the triangle named by `lower` is read (the matrix is its
+    symmetric completion), as SciPy's."""
     from nova import numpy as jnp
 
     a = jnp.asarray(a)
+    if assume_a in ("pos", "positive definite", "sym", "symmetric", "her", "hermitian"):
+        a = _d._symmetric_from_triangle(a, lower)
     if transposed:
         a = jnp.swapaxes(a, -1, -2)
     if assume_a in ("pos", "positive definite"):
-        c = _d.cholesky(a)
+        c = _d._cholesky_from_triangle(a, True)
         return cho_solve((c, True), b)
     return _d.solve(a, b)

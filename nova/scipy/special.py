@@ -400,21 +400,32 @@ def poch(z, m):
     gammaln with the gammas' signs."""
     z, m = _float(z, m)
     sign = gammasgn(z + m) * gammasgn(z)
-    return jnp.where(m == 0, jnp.ones_like(z), sign * jnp.exp(gammaln(z + m) - gammaln(z)))
+    out = sign * jnp.exp(gammaln(z + m) - gammaln(z))
+    # z = -n at a pole of Gamma with integer m: the finite product (-1)^m n! / (n - m)! (0 once
+    # m > n; for m < 0, 1 / ((z + m) ... (z - 1)))
+    pole = (z <= 0) & (z == jnp.floor(z)) & (m == jnp.floor(m))
+    n = _safe(pole, -z, 0.0)
+    mm = _safe(pole, m, 0.0)
+    finite = jnp.where(mm % 2 == 0, 1.0, -1.0) * jnp.exp(gammaln(n + 1.0) - gammaln(n - mm + 1.0))
+    finite = jnp.where(n - mm + 1.0 <= 0, jnp.zeros_like(finite), finite)
+    out = jnp.where(pole, finite, out)
+    return jnp.where(m == 0, jnp.ones_like(z), out)
 
 
-def comb(N, k, *, exact=False, repetition=False):  # noqa: N803 - SciPy's name
+def comb(N, k, *, exact=False, repetition=False):
     """The number of combinations of N things taken k at a time (scipy.special.comb with
     exact=False): exp(gammaln(N + 1) - gammaln(k + 1) - gammaln(N - k + 1)), rounded when N and
     k are integers; 0 when k > N, k < 0 or N < 0. repetition=True counts multisets,
     comb(N + k - 1, k). Raises NotImplementedError for exact=True."""
     if exact:
         raise NotImplementedError("comb: exact=True is not supported (values are floats)")
-    N, k = _float(N, k)  # noqa: N806
+    N, k = _float(N, k)
     if repetition:
-        N = N + k - 1  # noqa: N806
+        # multisets: comb(N + k - 1, k), which is 1 for k = 0 whatever N >= 0 (SciPy's)
+        empty = (k == 0) & (N >= 0)
+        return jnp.where(empty, jnp.ones_like(N), comb(N + k - 1, k))
     ok = (k >= 0) & (N >= 0) & (k <= N)
-    Ns = jnp.where(ok, N, jnp.ones_like(N))  # noqa: N806
+    Ns = jnp.where(ok, N, jnp.ones_like(N))
     ks = jnp.where(ok, k, jnp.zeros_like(k))
     v = jnp.exp(gammaln(Ns + 1) - gammaln(ks + 1) - gammaln(Ns - ks + 1))
     integral = (jnp.floor(N) == N) & (jnp.floor(k) == k)
@@ -477,14 +488,9 @@ def erfcx(x):
 
 
 def _i0e(x):
-    from nova.numpy_impl.arrayapi import _I0_A, _I0_B, _chbevl
+    from nova.numpy_impl.arrayapi import _i0e as i0e_of_abs
 
-    m = jnp.abs(x)
-    small = m <= 8.0
-    ms = _safe(small, m, 8.0)
-    ml = _safe(~small, m, 16.0)
-    return jnp.where(small, _chbevl(ms * 0.5 - 2.0, _I0_A),
-                     _chbevl(32.0 / ml - 2.0, _I0_B) / jnp.sqrt(ml))
+    return i0e_of_abs(jnp.abs(x))
 
 
 def i0e(x):
@@ -536,7 +542,7 @@ def _tiny(x):
     return float(jnp.finfo(x.dtype).tiny) * 1e3
 
 
-def _gamma_series(a, x, terms=300):
+def _gamma_series(a, x, terms=1000):
     # P(a, x) = exp(-x) x^a / Gamma(a + 1) * sum_n x^n / ((a + 1)...(a + n))
     def body(_, c):
         ap, term, total = c
@@ -549,7 +555,7 @@ def _gamma_series(a, x, terms=300):
     return total * jnp.exp(-x + a * jnp.log(x) - gammaln(a))
 
 
-def _gamma_cf(a, x, terms=300):
+def _gamma_cf(a, x, terms=1000):
     # Q(a, x) = exp(-x) x^a / Gamma(a) * 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - ...)), Lentz
     tiny = _tiny(x)
     b = x + 1.0 - a
@@ -594,8 +600,9 @@ def _gammainc_pq(a, x):
 def gammainc(a, x):
     """The regularized lower incomplete gamma function P(a, x) = gamma(a, x) / Gamma(a)
     (scipy.special.gammainc), a > 0, x >= 0 (NaN otherwise): its series below a + 1, 1 - the
-    continued fraction of Q above (NR 3rd ed. 6.2; 300 terms, float64 to ~1e-14 for a up to
-    ~1e4). Differentiable in x (and, through the loops, in a)."""
+    continued fraction of Q above (NR 3rd ed. 6.2; 1000 terms: both need ~sqrt(a) of them near
+    x = a, so float64 to ~1e-13 at a = 1e3, ~5e-12 at 1e4, less beyond). Differentiable in x
+    (and, through the loops, in a)."""
     return _gammainc_pq(a, x)[0]
 
 
@@ -687,16 +694,9 @@ _ZETA_TERMS = [float(b / math.factorial(j))  # B_2j / (2j)!, j = 1..12
                for j, b in enumerate(_bernoulli_fractions(24)) if j % 2 == 0 and j > 0]
 
 
-def zeta(x, q=None):
-    """The Hurwitz zeta function sum_k (k + q)^-x (scipy.special.zeta); q=None gives
-    Riemann's zeta (q = 1). x > 1 and q > 0 (NaN otherwise; inf at x = 1). Euler-Maclaurin:
-    the first 9 terms, the integral of the tail, and 12 Bernoulli corrections (Cephes
-    zeta.c's scheme), ~1e-15 relative in float64."""
-    if q is None:
-        q = 1.0
-    x, q = _float(x, q)
-    ok = (x > 1) & (q > 0)
-    xs, qs = _safe(ok, x, 2.0), _safe(ok, q, 1.0)
+def _hurwitz_em(xs, qs):
+    # Euler-Maclaurin, for s > 1 (and Riemann's s >= 0, where it is the analytic continuation;
+    # for negative s the corrections stop shrinking fast enough, so zeta reflects instead)
     total = jnp.zeros_like(xs)
     for k in range(_ZETA_N):
         total = total + jnp.exp(-xs * jnp.log(qs + k))
@@ -711,8 +711,39 @@ def zeta(x, q=None):
         total = total + c * fact * wpow
         fact = fact * (xs + 2 * j - 1) * (xs + 2 * j)
         wpow = wpow * inv_w2
-    out = jnp.where(ok, total, jnp.nan)
-    return jnp.where(x == 1, jnp.inf, out)
+    return total
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function sum_k (k + q)^-x (scipy.special.zeta); q=None gives
+    Riemann's zeta (q = 1). Hurwitz: x > 1 and q > 0 (NaN otherwise; inf at x = 1), as SciPy.
+    Riemann's is defined for every x != 1: Euler-Maclaurin for x >= 0 (zeta(0) = -1/2), the
+    functional equation zeta(x) = 2^x pi^(x-1) sin(pi x / 2) Gamma(1 - x) zeta(1 - x) below
+    (zeta(-1) = -1/12; exact zeros at the negative even integers; inf/NaN once Gamma(1 - x)
+    overflows, x < ~-170). Euler-Maclaurin:
+    the first 9 terms, the integral of the tail, and 12 Bernoulli corrections (Cephes zeta.c's
+    scheme), ~1e-15 relative in float64."""
+    riemann = q is None
+    if riemann:
+        q = 1.0
+    x, q = _float(x, q)
+    if not riemann:
+        ok = (x > 1) & (q > 0)
+        xs, qs = _safe(ok, x, 2.0), _safe(ok, q, 1.0)
+        out = jnp.where(ok, _hurwitz_em(xs, qs), jnp.nan)
+        return jnp.where(x == 1, jnp.inf, out)
+    direct = x >= 0.0
+    xd = _safe(direct & (x != 1), x, 2.0)
+    v_direct = _hurwitz_em(xd, jnp.ones_like(xd))
+    xr = _safe(~direct, x, -1.0)
+    one_minus = 1.0 - xr
+    reflected = (jnp.exp2(xr) * jnp.exp((xr - 1.0) * math.log(math.pi))
+                 * jnp.sin(0.5 * math.pi * xr) * jnp.exp(gammaln(one_minus))
+                 * _hurwitz_em(one_minus, jnp.ones_like(xr)))
+    even = (xr == jnp.floor(xr)) & (xr % 2 == 0)
+    reflected = jnp.where(even, jnp.zeros_like(reflected), reflected)
+    out = jnp.where(direct, v_direct, reflected)
+    return jnp.where(x == 1, jnp.inf, jnp.where(jnp.isnan(x), jnp.nan, out))
 
 
 def polygamma(n, x):
@@ -721,9 +752,9 @@ def polygamma(n, x):
     broadcast with x). For n >= 1, x must be positive (NaN otherwise, from zeta; SciPy
     reflects to negative x)."""
     nn = jnp.asarray(n)
-    if not (jnp.issubdtype(nn.dtype, jnp.integer) or nn.dtype == jnp.bool_):
-        if jnp.any(nn != jnp.floor(nn)):
-            raise ValueError(f"polygamma: n must be non-negative integers, got {n!r}")
+    if not (jnp.issubdtype(nn.dtype, jnp.integer) or nn.dtype == jnp.bool_) and \
+            jnp.any(nn != jnp.floor(nn)):
+        raise ValueError(f"polygamma: n must be non-negative integers, got {n!r}")
     nf, x = _float(nn, x)
     sign = jnp.where(nf % 2 == 0, -1.0, 1.0)
     fact = jnp.exp(gammaln(nf + 1.0))
@@ -781,4 +812,5 @@ def expi(x):
         acc = acc + term
     e_large = jnp.exp(xl) / xl * acc
     out = jnp.where(neg, e_neg, jnp.where(mid, e_mid, e_large))
-    return jnp.where(x == 0, -jnp.inf, out)
+    out = jnp.where(jnp.isinf(x) & (x > 0), jnp.inf, out)
+    return jnp.where(x == 0, -jnp.inf, jnp.where(jnp.isnan(x), jnp.nan, out))

@@ -404,10 +404,9 @@ the other is returned; NaN only where both are. Broadcasts and promotes."""
 
 
 def _int_args(name, x1, x2):
-    a, b = promote(name, x1, x2)
-    if not dtypes.is_int(a.dtype):
-        raise TypeError(f"{name}: arguments must be integers, got dtype {a.dtype}{where_am_i()}")
-    return a, b
+    from nova.numpy_impl.misc import _int_args as checked
+
+    return checked(name, x1, x2)
 
 
 def gcd(x1, x2, /):

@@ -677,34 +677,35 @@ def bartlett(M):
     return jnp.subtract(1.0, jnp.abs(n))
 
 
+def _cosine_window(name, M, coeffs):
+    # sum_k coeffs[k] cos(k pi n / (M - 1)) on numpy's symmetric grid n = 1-M, 3-M, ..., M-1
+    M, n = _window(name, M)
+    if n is None:
+        return _trivial(M)
+    out = jnp.full(n.shape, coeffs[0], n.dtype)
+    for k, c in enumerate(coeffs[1:], start=1):
+        out = jnp.add(out, jnp.multiply(c, jnp.cos(jnp.multiply(k * np.pi, n))))
+    return out
+
+
 def blackman(M):
     """The Blackman window of M points (numpy.blackman):
     0.42 + 0.5 cos(pi n / (M-1)) + 0.08 cos(2 pi n / (M-1)) for n = 1-M, 3-M, ..., M-1
     (numpy's symmetric grid). Shapes, dtype and errors as bartlett; the ends are 0 up to
     float32 rounding."""
-    M, n = _window("blackman", M)
-    if n is None:
-        return _trivial(M)
-    return jnp.add(jnp.add(0.42, jnp.multiply(0.5, jnp.cos(jnp.multiply(np.pi, n)))),
-                   jnp.multiply(0.08, jnp.cos(jnp.multiply(2 * np.pi, n))))
+    return _cosine_window("blackman", M, (0.42, 0.5, 0.08))
 
 
 def hamming(M):
     """The Hamming window of M points (numpy.hamming): 0.54 + 0.46 cos(pi n / (M-1)) for
     n = 1-M, 3-M, ..., M-1. Shapes, dtype and errors as bartlett."""
-    M, n = _window("hamming", M)
-    if n is None:
-        return _trivial(M)
-    return jnp.add(0.54, jnp.multiply(0.46, jnp.cos(jnp.multiply(np.pi, n))))
+    return _cosine_window("hamming", M, (0.54, 0.46))
 
 
 def hanning(M):
     """The Hann window of M points (numpy.hanning): 0.5 + 0.5 cos(pi n / (M-1)) for
     n = 1-M, 3-M, ..., M-1. Shapes, dtype and errors as bartlett."""
-    M, n = _window("hanning", M)
-    if n is None:
-        return _trivial(M)
-    return jnp.add(0.5, jnp.multiply(0.5, jnp.cos(jnp.multiply(np.pi, n))))
+    return _cosine_window("hanning", M, (0.5, 0.5))
 
 
 def poly(seq_of_zeros):

@@ -658,6 +658,18 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
 # --- sorting --------------------------------------------------------------------------------
 
 
+def _array_sequence(name, arg, v, error):
+    """v as a list of Arrays: the rows (first axis) of an array, or the items of a sequence;
+    `error` for a 0-d array."""
+    if isinstance(v, Array | np.ndarray):
+        a = asarray(v)
+        if a.ndim == 0:
+            raise error(f"{name}: {arg} must be a sequence of arrays, got a 0-d array"
+                        f"{where_am_i()}")
+        return [a[i] for i in builtins.range(a.shape[0])]
+    return [asarray(x) for x in v]
+
+
 def lexsort(keys, axis=-1):
     """The int32 indices that sort by several keys (numpy.lexsort): the LAST key is the primary
     one, earlier keys break ties; stable, NaN last.
@@ -667,14 +679,7 @@ def lexsort(keys, axis=-1):
     (key_{k-1}, ..., key_0, iota) with num_keys=k. Raises TypeError for no keys, ShapeError for
     keys of different shapes, ValueError for an axis out of range.
     """
-    if isinstance(keys, Array | np.ndarray):
-        k = asarray(keys)
-        if k.ndim == 0:
-            raise TypeError(f"lexsort: keys must be a sequence of arrays, got a 0-d array"
-                            f"{where_am_i()}")
-        ks = [k[i] for i in builtins.range(k.shape[0])]
-    else:
-        ks = [asarray(v) for v in keys]
+    ks = _array_sequence("lexsort", "keys", keys, TypeError)
     if not ks:
         raise TypeError(f"lexsort: need a sequence of keys with len > 0{where_am_i()}")
     shapes = {v.shape for v in ks}
@@ -949,14 +954,7 @@ def choose(a, choices, mode="raise"):
     idx = asarray(a)
     if not dtypes.is_int(idx.dtype):
         raise TypeError(f"choose: a must be an integer array, got {idx.dtype}{where_am_i()}")
-    if isinstance(choices, Array | np.ndarray):
-        cs = asarray(choices)
-        if cs.ndim == 0:
-            raise ValueError(f"choose: choices must be a sequence of arrays, got a 0-d array"
-                             f"{where_am_i()}")
-        ch = [cs[i] for i in builtins.range(cs.shape[0])]
-    else:
-        ch = [asarray(c) for c in choices]
+    ch = _array_sequence("choose", "choices", choices, ValueError)
     if not ch:
         raise ValueError(f"choose: choices must not be empty{where_am_i()}")
     k = len(ch)

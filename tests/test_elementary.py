@@ -244,10 +244,11 @@ def test_log10_exact_powers_and_derivative():
 
 def test_review_edge_cases():
     # ldexp never meets 0 * inf; log10 does not snap subnormals; spacing(max) is inf
+    with np.errstate(over="ignore"):  # NumPy warns for ldexp(3, 5000) = inf
+        want = np.ldexp(np.array([0.0, np.inf, 3.0, 1.0]), np.array([3000, -3000, 5000, -1080]))
     np.testing.assert_array_equal(np.asarray(jnp.ldexp(np.array([0.0, np.inf, 3.0, 1.0]),
                                                        np.array([3000, -3000, 5000, -1080]))),
-                                  np.ldexp(np.array([0.0, np.inf, 3.0, 1.0]),
-                                           np.array([3000, -3000, 5000, -1080])))
+                                  want)
     assert float(jnp.ldexp(np.float32(0), 300)) == 0.0
     np.testing.assert_allclose(float(jnp.log10(np.float64(1e-323))), np.log10(1e-323), rtol=1e-15)
     np.testing.assert_allclose(float(jnp.log10(np.float32(1e-45))), np.log10(np.float32(1e-45)),

@@ -271,3 +271,8 @@ def test_review_edge_cases():
     np.testing.assert_array_equal(np.signbit(got[~np.isnan(want)]), np.signbit(want[~np.isnan(want)]))
     q, r = jnp.divmod(np.float64(0.5), np.float64(0.1))
     assert float(q) == 4.0 and float(r) == np.fmod(0.5, 0.1)
+
+
+def test_modf_fraction_derivative_is_one():
+    g = nova.grad(lambda x: jnp.sum(jnp.modf(x)[0]))(np.array([0.0, 0.5, -1.25, 3.0]))
+    np.testing.assert_array_equal(np.asarray(g), [1.0, 1.0, 1.0, 1.0])

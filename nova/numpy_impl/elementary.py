@@ -328,12 +328,19 @@ def modf(x, /):
     """(fractional part, integral part) elementwise, both with x's sign (numpy.modf).
 
     Integer and bool inputs become float32. modf(inf) is (0.0, inf) and modf(-inf) is
-    (-0.0, -inf); NaN gives (nan, nan).
+    (-0.0, -inf); NaN gives (nan, nan). The fraction's derivative is 1 (0 at +-inf), the
+    integral part's 0.
     """
     a = _float("modf", x)
     whole = trunc(a)
-    frac = lax.abs(lax.sub(a, whole))  # with x's sign: modf(-2.0) is (-0.0, -2.0)
-    frac = _negate_where_negative(a, _where(lax.isinf(a), _zeros(a), frac))
+    frac = lax.sub(a, whole)  # derivative 1, whole's is 0
+    # a zero fraction (and inf's) takes x's sign: modf(-2.0) is (-0.0, -2.0)
+    signed_zero = lax.mul(_where(lax.isinf(a), lax.sign(a), a), _zeros(a))  # x * 0: x's sign
+    # signed_zero - (+0 with frac's derivative): the value keeps the zero's sign (-0 - +0 is
+    # -0), the derivative stays frac's (1)
+    carried = lax.sub(signed_zero, lax.sub(lax.stop_gradient(frac), frac))
+    frac = _where(lax.eq(frac, _zeros(a)), carried, frac)
+    frac = _where(lax.isinf(a), signed_zero, frac)
     return frac, whole
 
 

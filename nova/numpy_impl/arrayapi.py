@@ -305,7 +305,7 @@ def einsum_path(subscripts, *operands, optimize="greedy", einsum_call=False):
     return np.einsum_path(subscripts, *shaped, optimize=optimize)
 
 
-def _bits_axis(name, a, axis):
+def _bits_axis(a, axis):
     if axis is None:
         return jnp.ravel(a), 0
     return a, normalize_axis(axis, a.ndim)
@@ -322,7 +322,7 @@ def packbits(a, /, axis=None, bitorder="big"):
     if bitorder not in ("big", "little"):
         raise ValueError(f"packbits: bitorder must be 'big' or 'little', got {bitorder!r}"
                          f"{where_am_i()}")
-    x, ax = _bits_axis("packbits", x, axis)
+    x, ax = _bits_axis(x, axis)
     bits = (x != 0).astype(dtypes.int32)
     n = bits.shape[ax]
     pad = (-n) % 8
@@ -347,7 +347,7 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big"):
     if bitorder not in ("big", "little"):
         raise ValueError(f"unpackbits: bitorder must be 'big' or 'little', got {bitorder!r}"
                          f"{where_am_i()}")
-    x, ax = _bits_axis("unpackbits", x, axis)
+    x, ax = _bits_axis(x, axis)
     shifts = np.arange(7, -1, -1) if bitorder == "big" else np.arange(8)
     xi = jnp.moveaxis(x, ax, -1).astype(dtypes.int32)
     bits = (xi[..., None] >> jnp.asarray(shifts.astype(np.int32))) & 1
@@ -660,24 +660,20 @@ def mask_indices(n, mask_func, k=0, *, size=None):
 # --- real views of the complex helpers ------------------------------------------------------
 
 
-def _real_only(x):
-    return asarray(x)
-
-
 def real(val, /):
     """The real part (numpy.real): Nova's arrays are real, so val itself."""
-    return _real_only(val)
+    return asarray(val)
 
 
 def imag(val, /):
     """The imaginary part (numpy.imag): zeros of val's shape and dtype (arrays are real)."""
-    a = _real_only(val)
+    a = asarray(val)
     return jnp.zeros_like(a)
 
 
 def conj(x, /):
     """The complex conjugate (numpy.conj): x itself (arrays are real)."""
-    return _real_only(x)
+    return asarray(x)
 
 
 conjugate = conj

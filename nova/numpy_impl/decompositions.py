@@ -238,7 +238,6 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     triangle of a is read; unit_diagonal assumes ones on the diagonal. A zero on the diagonal
     gives inf/NaN. Returns x with b's shape. Raises ShapeError for mismatched shapes.
     """
-    jnp = _jnp()
     a = _matrix("solve_triangular", a)
     bb = _as_float("solve_triangular", b, "b")
     if trans in (1, 2, "T", "C"):
@@ -247,16 +246,17 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
     return _solve_with(
         "solve_triangular", a, bb,
-        lambda m, r: _tri_solve_fn(bool(lower), bool(unit_diagonal))(m, r), vector_if_1d=True,
-        jnp=jnp)
+        lambda m, r: _tri_solve_fn(bool(lower), bool(unit_diagonal))(m, r))
 
 
-def _solve_with(name, a, b, core, *, vector_if_1d, jnp):
+def _solve_with(name, a, b, core):
+    # b (n,) is one vector, (..., n, k) a batch of right-hand sides (NumPy 2's rule)
+    jnp = _jnp()
     n = a.shape[-1]
     dt = jnp.result_type(a.dtype, b.dtype)
     cd = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     a, b = a.astype(cd), b.astype(cd)
-    vector = b.ndim == 1 if vector_if_1d else False
+    vector = b.ndim == 1
     if vector:
         b = b[:, None]
     if b.ndim < 2 or b.shape[-2] != n:
@@ -439,8 +439,7 @@ def solve(a, b):
     if _solve is None:
         _solve = _make_solve()
     a = _matrix("solve", a)
-    return _solve_with("solve", a, _as_float("solve", b, "b"), _solve, vector_if_1d=True,
-                       jnp=_jnp())
+    return _solve_with("solve", a, _as_float("solve", b, "b"), _solve)
 
 
 def inv(a):

@@ -11,7 +11,7 @@ import sys as _sys
 
 from nova import numpy_api as numpy
 from nova import ops as _ops  # noqa: F401  (fills the primitive registry)
-from nova import tree_util
+from nova import dtypes, tree, tree_util
 from nova.config import config
 from nova.core.array import Array
 from nova.core.errors import (
@@ -30,16 +30,43 @@ from nova.checkpoint import checkpoint, checkpoint_policies, remat
 from nova.ops.structural import checkpoint_name
 from nova import control_flow as _control_flow  # noqa: F401  (registers cond, while, scan)
 from nova.custom_derivatives import custom_jvp, custom_vjp
-from nova.grad import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
-from nova.jit import ShapeDtypeStruct, eval_shape, jit, make_program
+from nova.callbacks import pure_callback
+from nova import debug, experimental
+from nova.grad import (
+    grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jvp,
+    linear_transpose,
+    linearize,
+    value_and_grad,
+    vjp,
+)
+from nova.jit import (
+    ShapeDtypeStruct,
+    clear_caches,
+    disable_jit,
+    eval_shape,
+    jit,
+    make_program,
+    typeof,
+)
 from nova.ops import lax
 from nova.runtime.devices import (
     Device,
     block_until_ready,
+    default_backend,
     default_device,
+    device_count,
     device_get,
     device_put,
     devices,
+    local_device_count,
+    local_devices,
+    process_count,
+    process_index,
 )
 
 _sys.modules["nova.numpy"] = numpy
@@ -64,28 +91,45 @@ __all__ = [
     "UnexpectedTracerError",
     "block_until_ready",
     "checkpoint",
+    "clear_caches",
     "checkpoint_name",
     "checkpoint_policies",
     "config",
     "custom_jvp",
     "custom_vjp",
+    "debug",
+    "default_backend",
     "default_device",
+    "device_count",
     "device_get",
     "device_put",
     "devices",
+    "dtypes",
+    "disable_jit",
     "eval_shape",
+    "experimental",
     "grad",
     "hessian",
     "jacfwd",
+    "jacobian",
     "jacrev",
     "jit",
     "jvp",
     "lax",
+    "linear_transpose",
+    "linearize",
+    "local_device_count",
+    "local_devices",
     "make_program",
     "numpy",
     "parse_program",
+    "process_count",
+    "process_index",
+    "pure_callback",
     "remat",
+    "tree",
     "tree_util",
+    "typeof",
     "value_and_grad",
     "vjp",
     "vmap",

@@ -22,6 +22,9 @@ _DEFAULTS = {
     # (codegen/cuda/matmul.py, wgmma.py), instead of the analytic choice. None: the choice. For
     # measuring the tiles (bench/device_check.py's gemm_tiles section), not for use.
     "gemm_tile": None,
+    # Run `nova.jit` functions as plain Python, op by op (`nova.disable_jit()`), for debugging
+    # with print and pdb; NOVA_DISABLE_JIT=1 sets it for a whole run.
+    "disable_jit": os.environ.get("NOVA_DISABLE_JIT") == "1",
 }
 _CODE_FLAGS = ("matmul_precision", "backend", "rematerialize", "gemm_tile")
 _ALLOWED = {
@@ -29,6 +32,7 @@ _ALLOWED = {
     "backend": ("interpreter", "compiled"),
     "verify_passes": (True, False),
     "rematerialize": ("auto", True, False),
+    "disable_jit": (True, False),
 }
 
 

@@ -46,7 +46,7 @@ from nova.core.interpreter import run_program
 from nova.core.ir import Program, Region, TensorType, Var, as_region
 from nova.core.primitive import Cost, FusionKind, Primitive, Template, broadcast_batched
 from nova.core.pytree import tree_flatten, tree_unflatten
-from nova.core.source_info import attributed_to
+from nova.core.source_info import attributed_to, short
 from nova.core.trace import Trace, Tracer, end_trace, trace_context
 from nova.grad import _array_or_scalar, _where, jvp, vjp
 from nova.ops import lax
@@ -81,6 +81,12 @@ def trace_region(fun: Callable, in_types: Sequence[TensorType]):
             program = t.to_program(outs)
     finally:
         end_trace(t)
+    for e in program.eqns:
+        if e.prim.effectful:
+            raise NotImplementedError(
+                "io_callback / nova.debug.print / nova.debug.callback inside a lax.scan, "
+                "while_loop or cond body or a nova.checkpoint function is not supported yet; "
+                f"return the value and print it outside (called at {short(e.source)})")
     # Read by _region: a Program keeps no custom_vjp/custom_jvp markers (Trace.to_program);
     # the same Program with them kept is what transforms replay (Region.replay).
     program.custom_rules_dropped = t.custom_calls > 0

@@ -219,9 +219,9 @@ def _check_closure(primal: Callable, e, active: set) -> None:
                 "the rule a derivative for it)")
 
 
-def _jvp_via_vjp(trace: Trace, e, primals, tangents):
-    """J·t from a linear VJP rule: d/du <vjp(u), t>, for primitives without a JVP rule."""
-    out_tr = [trace.tracer_of(v) for v in e.outputs]
+def _jvp_via_vjp(trace: Trace, e, primals, tangents, out_tr):
+    """J·t from a linear VJP rule: d/du <vjp(u), t>, for primitives without a JVP rule.
+    out_tr: e's outputs as tracers of `trace`."""
     us = [lax.copy(_zeros_like(o)) for o in out_tr]
     start = len(trace.eqns)
     ct = tuple(us) if e.prim.multiple_results else us[0]
@@ -242,24 +242,29 @@ def _jvp_via_vjp(trace: Trace, e, primals, tangents):
     return tuple(res) if e.prim.multiple_results else res[0]
 
 
-def forward_pass(trace: Trace, start: int, end: int, wrt: list[Var], tangents: list) -> dict:
-    """Appends tangent equations for trace.eqns[start:end]; returns {id(var): tangent tracer}."""
+def forward_pass(trace: Trace, start: int, end: int, wrt: list[Var], tangents: list,
+                 source: Trace | None = None) -> dict:
+    """Appends to `trace` tangent equations for source.eqns[start:end] (`source` defaults to
+    `trace`; another trace is linearize's recorded forward, read as backward_pass reads it);
+    returns {id(var): tangent tracer}."""
+    source = trace if source is None else source
+    primal = _primal_lookup(trace, source)
     tan: dict[int, object] = {id(w): t for w, t in zip(wrt, tangents, strict=True)}
     with trace_context(trace):
-        for e in trace.eqns[start:end]:
+        for e in source.eqns[start:end]:
             if not e.prim.differentiable or not any(id(v) in tan for v in e.inputs):
                 continue
             if e.prim.name in CUSTOM_CALLS:
-                _check_closure(trace.tracer_of, e, tan)
-            primals = [trace.tracer_of(v) for v in e.inputs]
+                _check_closure(primal, e, tan)
+            primals = [primal(v) for v in e.inputs]
             ts = [tan.get(id(v)) if id(v) in tan else _zeros_like(p) for v, p in zip(e.inputs, primals, strict=True)]
-            out_tr = [trace.tracer_of(v) for v in e.outputs]
+            out_tr = [primal(v) for v in e.outputs]
             with attributed_to(e.source):
                 if e.prim.jvp is not None:
                     out = tuple(out_tr) if e.prim.multiple_results else out_tr[0]
                     t_out = e.prim.jvp(ts, *primals, out=out, **e.params)
                 else:
-                    t_out = _jvp_via_vjp(trace, e, primals, ts)
+                    t_out = _jvp_via_vjp(trace, e, primals, ts, out_tr)
             t_out = list(t_out) if e.prim.multiple_results else [t_out]
             for v, t in zip(e.outputs, t_out, strict=True):
                 if dtypes.is_float(v.type.dtype):
@@ -433,6 +438,25 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     return g
 
 
+def _check_tangents(flat, in_tree, tangents, leaf_names, what: str) -> list:
+    """The leaves of `tangents`, checked against the primal leaves `flat` (tree `in_tree`):
+    equal structure (ValueError), shapes (ValueError) and dtypes (TypeError)."""
+    tflat, t_tree = tree_flatten(list(tangents))
+    if in_tree != t_tree:
+        raise ValueError(f"{what}: primal structure {in_tree} differs from tangent structure "
+                         f"{t_tree}")
+    for p, t, n in zip(flat, tflat, leaf_names, strict=True):
+        if tuple(np.shape(p)) != tuple(np.shape(t)):
+            raise ValueError(f"{what}: tangent for '{n}' has shape {np.shape(t)}, primal "
+                             f"{np.shape(p)}")
+        pd, td = getattr(p, "dtype", None), getattr(t, "dtype", None)
+        if pd is not None and td is not None and np.dtype(pd) != np.dtype(td):
+            # as jax.jvp: a float64 tangent of a float32 primal is a mistake, not a cast
+            raise TypeError(f"{what}: tangent for '{n}' has dtype {np.dtype(td)}, but its "
+                            f"primal has dtype {np.dtype(pd)}; they must be equal{_where()}")
+    return tflat
+
+
 def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False):
     """Forward mode: returns `(f(*primals), J·tangents)`.
 
@@ -442,20 +466,10 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
         raise TypeError("jvp: primals and tangents must be tuples or lists")
     flat, in_tree = tree_flatten(list(primals))
-    tflat, t_tree = tree_flatten(list(tangents))
-    if in_tree != t_tree:
-        raise ValueError(f"jvp: primal structure {in_tree} differs from tangent structure {t_tree}")
     names = _arg_names(f, len(primals))
     leaf_names = [n for p, nm in zip(primals, names, strict=True) for n in _leaf_names(p, nm)]
     _check_float_inputs(flat, leaf_names, "jvp")
-    for p, t, n in zip(flat, tflat, leaf_names, strict=True):
-        if tuple(np.shape(p)) != tuple(np.shape(t)):
-            raise ValueError(f"jvp: tangent for '{n}' has shape {np.shape(t)}, primal {np.shape(p)}")
-        pd, td = getattr(p, "dtype", None), getattr(t, "dtype", None)
-        if pd is not None and td is not None and np.dtype(pd) != np.dtype(td):
-            # as jax.jvp: a float64 tangent of a float32 primal is a mistake, not a cast
-            raise TypeError(f"jvp: tangent for '{n}' has dtype {np.dtype(td)}, but its primal "
-                            f"has dtype {np.dtype(pd)}; they must be equal{_where()}")
+    tflat = _check_tangents(flat, in_tree, tangents, leaf_names, "jvp")
     scope = _Scope(flat, tflat)
     xs = scope.enter_inputs(flat, leaf_names)
     start = len(scope.trace.eqns)
@@ -474,6 +488,101 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     if has_aux:
         return primal_out, tangent_out, scope.export(aux)
     return primal_out, tangent_out
+
+
+
+def linearize(f: Callable, *primals, has_aux: bool = False):
+    """Returns `(f(*primals), f_jvp)` (and `aux` with has_aux), where `f_jvp(*tangents)` is
+    the linear map t -> J·t of f at `primals` (jax.linearize).
+
+    f is evaluated once, here; each call of f_jvp evaluates only the tangent equations, whose
+    rules read the recorded forward values (JAX's residuals). So linearize pays for itself over
+    `jvp` when the same point is pushed forward several times (columns of a Jacobian, a Newton
+    solver's Krylov iterations). f_jvp takes one tangent pytree per primal, with the primal's
+    structure, shapes and dtypes, and returns the tangent of f's output (its structure).
+    Like vjp's pullback, an f_jvp made inside `jit` must be called inside that same function.
+    Raises TypeError for integer/bool primals or mismatched tangent dtypes, ValueError for
+    mismatched tangent structures or shapes, UnexpectedTracerError for an f_jvp whose jit trace
+    has finished.
+    """
+    names = _arg_names(f, len(primals))
+    flat, in_tree = tree_flatten(list(primals))
+    leaf_names = [n for p, nm in zip(primals, names, strict=True) for n in _leaf_names(p, nm)]
+    _check_float_inputs(flat, leaf_names, "linearize")
+    scope = _Scope(flat)
+    xs = scope.enter_inputs(flat, leaf_names)
+    start = len(scope.trace.eqns)
+    with trace_context(scope.trace):
+        res = f(*tree_unflatten(in_tree, xs))
+        out, aux = res if has_aux else (res, None)
+        out_leaves, out_tree = tree_flatten(out)
+        out_tr = [scope.trace.lift(o) for o in out_leaves]
+    end = len(scope.trace.eqns)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise TypeError(f"linearize's f_jvp takes {len(primals)} tangent(s), one per "
+                            f"primal, got {len(tangents)}{_where()}")
+        tflat = _check_tangents(xs, in_tree, tangents, leaf_names, "linearize's f_jvp")
+        here = current_trace()
+        target = scope.trace if here is None or here is scope.trace else here
+        if not scope.trace.active:
+            raise UnexpectedTracerError(
+                "linearize's f_jvp: it was made inside a jit (or vmap) trace that has "
+                "finished; its forward values no longer exist. Call it inside that function, "
+                f"or return what it computes from there{_where()}")
+        with trace_context(target):
+            ts = [lax.convert_element_type(target.lift(_as_array_like(t, n)), x.dtype)
+                  for t, x, n in zip(tflat, xs, leaf_names, strict=True)]
+            tan = forward_pass(target, start, end, [x._var for x in xs], ts, source=scope.trace)
+            t_out = []
+            for o in out_tr:
+                t = tan.get(id(o._var))
+                t_out.append(_zeros_like(o) if t is None else t)
+        t_tree = tree_unflatten(out_tree, t_out)
+        return t_tree if target is not scope.trace else scope.export(t_tree)
+
+    primal_out = scope.export(tree_unflatten(out_tree, out_tr))
+    if has_aux:
+        return primal_out, f_jvp, scope.export(aux)
+    return primal_out, f_jvp
+
+
+def linear_transpose(f: Callable, *primals, reduce_axes=()):
+    """The transpose of the linear function f (jax.linear_transpose): returns `f_t` with
+    `f_t(ct) == (A^T ct,)` for f(x) = A x, one cotangent pytree per primal, in a tuple.
+
+    primals: arrays or ShapeDtypeStructs (pytrees of them) fixing f's input shapes and dtypes
+    (float dtypes only); their values are not read. f must be linear in its inputs: Nova
+    transposes it through its VJP at zero inputs, which equals the transpose exactly when f
+    is linear. An f with f(0) != 0 (affine, not linear) raises ValueError when f_t is made
+    outside `jit` (where f(0) is known); other non-linear f are not detected. f_t takes a
+    cotangent with f's output structure, shapes and dtypes (ValueError otherwise).
+    """
+    if reduce_axes:
+        raise NotImplementedError("linear_transpose: reduce_axes (named axes) is not supported")
+    flat, in_tree = tree_flatten(list(primals))
+    names = _arg_names(f, len(primals))
+    leaf_names = [n for p, nm in zip(primals, names, strict=True) for n in _leaf_names(p, nm)]
+    zeros = []
+    for x, n in zip(flat, leaf_names, strict=True):
+        d = getattr(x, "dtype", None)
+        d = np.dtype(d) if d is not None else dtypes.dtype_of_value(x)
+        if not dtypes.is_float(d):
+            raise TypeError(f"linear_transpose: argument '{n}' has dtype {d}; a linear "
+                            f"function's inputs must be floating point{_where()}")
+        zeros.append(np.zeros(tuple(np.shape(x)), d))
+    out, pullback = vjp(f, *tree_unflatten(in_tree, zeros))
+    for o in tree_leaves(out):
+        if not isinstance(o, Tracer) and np.any(np.asarray(o) != 0):
+            raise ValueError("linear_transpose: f(0) is not 0, so f is not linear (an affine "
+                             f"function has no transpose){_where()}")
+    return pullback
+
+
+def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """jax.jacobian: the same as `jacrev` (reverse mode, one pullback per output element)."""
+    return jacrev(f, argnums, has_aux)
 
 
 

@@ -20,6 +20,7 @@ import inspect
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -31,7 +32,7 @@ from nova.core.array import Array
 from nova.core.errors import CompilerError, DeletedArrayError, UnexpectedTracerError
 from nova.core.interpreter import run_program
 from nova.core.ir import Program, TensorType
-from nova.core.pytree import _REGISTRY, PyTreeDef, tree_flatten, tree_unflatten
+from nova.core.pytree import _REGISTRY, PyTreeDef, tree_flatten, tree_map, tree_unflatten
 from nova.core.source_info import short, user_frame_line
 from nova.core.trace import (
     Trace,
@@ -43,6 +44,7 @@ from nova.core.trace import (
     set_eager_executor,
     trace_context,
 )
+from nova.ops.callback import CALLBACKS, holds_callbacks
 from nova.runtime.devices import Device, GPUArray
 from nova.runtime.executable import populating_arenas
 
@@ -143,7 +145,8 @@ def set_backend_compile(fn: Callable | None) -> None:
 
 def _eager(prim, values, params, out_types):
     """Eager evaluation follows the configured backend, so eager and jitted code share one path."""
-    if config.read("backend") == "compiled":
+    if config.read("backend") == "compiled" and prim.name not in CALLBACKS:
+        # (a Python callback runs as itself: compiling it would only wrap the same call)
         from nova.compiler.eager import run_eqn
 
         outs = run_eqn(prim, values, params, out_types)
@@ -347,7 +350,7 @@ class Compiled:
             from nova.compiler.backend_cuda import compile_program as compile_cuda
 
             self._exe = compile_cuda(lowered.program, target=target, donated=donated)
-        elif _uses_cpu_compiler():
+        elif _uses_cpu_compiler() and not holds_callbacks(lowered._traced.program):
             # A process that compiled this traced program before loads the executable from the
             # disk cache without running the compiler (nova/compiler/executable_cache.py).
             from nova.compiler import executable_cache
@@ -622,6 +625,7 @@ class JitFunction:
         self._traced: dict = {}  # sig key -> Traced, for calls inside another trace (_inline)
         self._last_sig: _Signature | None = None
         self._info = CacheInfo()
+        _LIVE.add(self)
         functools.update_wrapper(self, f)
 
     # --- signature ------------------------------------------------------------------------------
@@ -786,6 +790,10 @@ class JitFunction:
         return compiled
 
     def __call__(self, *args, **kwargs):
+        if config.read("disable_jit"):  # op by op (nova.disable_jit), on Nova Arrays
+            args, kwargs = tree_map(lambda x: Array(x) if type(x) is np.ndarray else x,
+                                    (args, kwargs))
+            return self._f(*args, **kwargs)
         trace = current_trace()
         leaves, sig = self._flatten_args(args, kwargs)
         if trace is not None:
@@ -873,6 +881,43 @@ class JitFunction:
         self._traced.clear()
         self._last_sig = None
         self._info = CacheInfo()
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # every JitFunction, for clear_caches
+
+
+def clear_caches() -> None:
+    """Drops every jitted function's traced Programs and executables (and their arenas) and
+    the eager ops' executables, as jax.clear_caches: the next call traces and compiles again,
+    its kernels coming from the kernel cache (in memory or on disk)."""
+    from nova.compiler import eager
+
+    for f in list(_LIVE):
+        f.clear_cache()
+    eager._executables.clear()
+    _DEVICE_EAGER.clear()
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """Within the block, `nova.jit` functions run as plain Python, op by op, on concrete
+    values (jax.disable_jit): print and pdb see values, Python control flow on them works.
+    Transforms (grad, vmap) still apply. Nests; the previous setting returns on exit."""
+    prev = config.read("disable_jit")
+    config.update("disable_jit", bool(disable))
+    try:
+        yield
+    finally:
+        config.update("disable_jit", prev)
+
+
+def typeof(x) -> TensorType:
+    """The abstract value of x: its TensorType (shape and dtype), as jax.typeof gives a
+    ShapedArray; a Python scalar gets its default dtype. Raises TypeError for a value that is
+    not an array or scalar."""
+    if not isinstance(x, Array | ShapeDtypeStruct | np.ndarray | np.generic | int | float | bool):
+        raise TypeError(f"typeof: {type(x).__name__} is not an array or a scalar")
+    return _aval_of(x, "x")
 
 
 _PLAIN_TREES: dict = {}  # n -> the treedef of ([n plain leaves], {})

@@ -97,8 +97,10 @@ def _contraction_as_loop(k: Kernel) -> Kernel:
 
 
 def _empty(k: Kernel) -> bool:
-    """All outputs have size 0: there is nothing to compute (no kernel is generated)."""
-    return all(v.type.size == 0 for v in k.outputs)
+    """All outputs have size 0 and no equation is made for its effect (an io_callback whose
+    token nothing reads): there is nothing to compute (no kernel is generated)."""
+    return all(v.type.size == 0 for v in k.outputs) and \
+        not any(e.prim.effectful for e in k.program.eqns)
 
 
 def _host_fn(k: Kernel):

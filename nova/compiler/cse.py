@@ -27,6 +27,9 @@ def cse(program: Program) -> Program:
     seen: dict = {}
     for e in program.eqns:
         ins = [rw.get(v) for v in e.inputs]
+        if e.prim.effectful:  # each call of an io_callback happens
+            rw.keep(e)
+            continue
         key = (e.prim.name, tuple(id(v) for v in ins),
                tuple(sorted((k, _param_key(p)) for k, p in e.params.items())))
         prev = seen.get(key)

@@ -13,8 +13,9 @@ def dce(program: Program) -> Program:
     live = {id(v) for v in program.outputs}
     kept = []
     for e in reversed(program.eqns):
-        # Every primitive is pure (random bits are counter-based), so unused means removable.
-        if any(id(o) in live for o in e.outputs):
+        # Every primitive but a host callback made for its effect (Primitive.effectful) is
+        # pure (random bits are counter-based), so unused means removable.
+        if e.prim.effectful or any(id(o) in live for o in e.outputs):
             shrink = _SHRINK.get(e.prim.name)
             if shrink is not None:
                 e = shrink(e, live)

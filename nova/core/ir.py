@@ -291,6 +291,11 @@ class _Printer:
             key = f"__nova_c{len(self.resources)}"
             self.resources.append((key, val))
             return f"dense_resource<{key}> : {t}"
+        if isinstance(val, TensorType):  # a type attribute (a callback's declared results)
+            return str(val)
+        text = getattr(val, "ir_attr", None)  # an object that prints itself (a HostCallback)
+        if text is not None:
+            return self.attr(text)
         raise IRError(f"cannot print attribute of type {type(val).__name__}: {val!r}")
 
     def eqn(self, e: Eqn) -> str:

@@ -123,6 +123,7 @@ class Primitive:
         param_types: dict | None = None,
         registered: bool = True,
         batch: Callable | None = None,
+        effectful: bool = False,
     ):
         self.name = name
         self.shape_rule = shape_rule
@@ -142,6 +143,9 @@ class Primitive:
         elif batch is None and fusion is FusionKind.REDUCTION:
             batch = _batch_reduction(self)
         self.batch = batch
+        # True for a call made for its effect (io_callback, debug.print): kept by dead-code
+        # elimination although no result is read, never merged by cse (nova/ops/callback.py).
+        self.effectful = effectful
         # False for a transform's marker that only lives in traces (`custom_vjp_call`, removed
         # when a trace becomes a Program): the registry lists what Programs may hold.
         if registered:

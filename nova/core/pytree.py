@@ -373,6 +373,9 @@ def keystr(path) -> str:
 
 def _keys_of(x, children) -> list:
     t = type(x)
+    with_keys = _KEYED.get(t)
+    if with_keys is not None:  # register_pytree_with_keys: the node's own keys
+        return [k for k, _ in with_keys(x)[0]]
     if t in _DATA_FIELDS:
         return [GetAttrKey(n) for n in _DATA_FIELDS[t]]
     if t is collections.OrderedDict:  # children in insertion order
@@ -452,3 +455,175 @@ def tree_reduce(function: Callable, tree, initializer=_NO_INITIALIZER, is_leaf=N
 def tree_all(tree, is_leaf=None) -> bool:
     """Whether every leaf is truthy (True for a tree without leaves)."""
     return all(tree_leaves(tree, is_leaf))
+
+
+# --- the rest of jax.tree_util ------------------------------------------------------------------
+
+# flatten_with_keys functions of nodes registered by register_pytree_with_keys.
+_KEYED: dict[type, Callable] = {}
+
+KeyEntry = DictKey | SequenceKey | GetAttrKey | FlattenedIndexKey
+KeyPath = tuple
+
+
+def register_pytree_with_keys(cls: type, flatten_with_keys: Callable, unflatten_func: Callable,
+                              flatten_func: Callable | None = None) -> None:
+    """Registers `cls` as a node whose children carry key path entries of its own choosing.
+
+    flatten_with_keys(node) -> (iterable of (key, child), aux_data); unflatten_func as for
+    register_pytree_node; flatten_func (optional, faster) -> (children, aux_data) in the same
+    order. Raises ValueError if cls is already registered."""
+    if flatten_func is None:
+        def flatten_func(node):
+            pairs, aux = flatten_with_keys(node)
+            return [c for _, c in pairs], aux
+    register_pytree_node(cls, flatten_func, unflatten_func)
+    _KEYED[cls] = lambda node: (list(flatten_with_keys(node)[0]), None)
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """Class decorator: registers cls with its `tree_flatten(self)` method and its
+    `tree_unflatten(cls, aux_data, children)` classmethod (as jax.tree_util). Returns cls."""
+    register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator: register_pytree_with_keys with `tree_flatten_with_keys(self)`, the
+    `tree_unflatten` classmethod and, if defined, `tree_flatten(self)`. Returns cls."""
+    flat = getattr(cls, "tree_flatten", None)
+    register_pytree_with_keys(cls, lambda node: node.tree_flatten_with_keys(), cls.tree_unflatten,
+                              (lambda node: node.tree_flatten()) if flat is not None else None)
+    return cls
+
+
+def register_static(cls: type) -> type:
+    """Registers cls as a node without children: its instances are aux data (static under jit,
+    part of the structure), so they must be hashable. Returns cls (usable as a decorator)."""
+    register_pytree_node(cls, lambda node: ((), node), lambda aux, _: aux)
+    return cls
+
+
+def all_leaves(iterable, is_leaf: Callable | None = None) -> bool:
+    """Whether every element of `iterable` is a leaf (flattens to itself)."""
+    for x in iterable:
+        leaves, td = tree_flatten(x, is_leaf)
+        if td.kind != "leaf":
+            return False
+    return True
+
+
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    """Whether the structure is a single leaf (or None, which has no children either)."""
+    return not treedef.children and treedef.kind in ("leaf", "none")
+
+
+def treedef_children(treedef: PyTreeDef) -> list:
+    """The structures of the node's children (empty for a leaf)."""
+    return list(treedef.children)
+
+
+def treedef_tuple(treedefs) -> PyTreeDef:
+    """The structure of a tuple whose children have the structures `treedefs`."""
+    kids = tuple(treedefs)
+    return PyTreeDef(tuple, None, kids)
+
+
+def flatten_one_level(tree) -> tuple[list, Any]:
+    """(children, aux data) of the root node. Raises ValueError for a leaf."""
+    td = tree_structure(tree, is_leaf=lambda x: x is not tree)
+    if td.kind in ("leaf", "none"):
+        raise ValueError(f"flatten_one_level: {type(tree).__name__} is a leaf, not a node")
+    children, _ = tree_flatten(tree, is_leaf=lambda x: x is not tree)
+    return children, td.aux
+
+
+def _flatten_up_to(prefix: PyTreeDef, tree, what: str) -> list:
+    """The subtrees of `tree` at the leaves of `prefix` (a structure that is a prefix of
+    tree's). Raises ValueError where they disagree."""
+    if prefix.kind == "leaf":
+        return [tree]
+    if prefix.kind == "none":
+        if tree is not None:
+            raise ValueError(f"{what}: expected None, got {type(tree).__name__}")
+        return []
+    kids, td = tree_flatten(tree, is_leaf=lambda x: x is not tree)
+    if td.kind != prefix.kind or td.aux != prefix.aux or len(kids) != len(prefix.children):
+        raise ValueError(f"{what}: the tree {td} does not have the prefix structure {prefix}")
+    out = []
+    for c, k in zip(prefix.children, kids, strict=True):
+        out += _flatten_up_to(c, k, what)
+    return out
+
+
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose):
+    """An outer-of-inner pytree turned into inner-of-outer (as jax.tree_util.tree_transpose):
+    e.g. a list of (a, b) pairs into a pair of lists. inner_treedef None: the structure of the
+    first inner tree. Raises ValueError when the inner trees differ."""
+    subtrees = _flatten_up_to(outer_treedef, pytree_to_transpose, "tree_transpose")
+    if inner_treedef is None:
+        if not subtrees:
+            raise ValueError("tree_transpose: inner_treedef None needs at least one inner tree")
+        inner_treedef = tree_structure(subtrees[0])
+    cols = []
+    for st in subtrees:
+        leaves, td = tree_flatten(st)
+        if td != inner_treedef:
+            raise ValueError(f"tree_transpose: an inner tree {td} differs from {inner_treedef}")
+        cols.append(leaves)
+    per_inner = [tree_unflatten(outer_treedef, [c[i] for c in cols])
+                 for i in range(inner_treedef.num_leaves)]
+    return tree_unflatten(inner_treedef, per_inner)
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf: Callable | None = None):
+    """prefix_tree with each of its leaves repeated over the matching subtree of full_tree
+    (as jax.tree_util.tree_broadcast). Raises ValueError if prefix_tree is not a prefix."""
+    leaves, td = tree_flatten(prefix_tree, is_leaf)
+    subtrees = _flatten_up_to(td, full_tree, "tree_broadcast")
+    return tree_unflatten(td, [tree_map(lambda _, x=x: x, st, is_leaf=is_leaf)
+                               for x, st in zip(leaves, subtrees, strict=True)])
+
+
+def tree_reduce_associative(operation: Callable, tree, *, identity=_NO_INITIALIZER,
+                            is_leaf: Callable | None = None):
+    """Reduces the leaves with an associative `operation` as a balanced tree (depth log2 n),
+    so the result of n leaves takes log n sequential steps. An empty tree returns `identity`
+    (TypeError when it is not given)."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _NO_INITIALIZER:
+            raise TypeError("tree_reduce_associative() of a tree with no leaves and no identity")
+        return identity
+    while len(leaves) > 1:
+        nxt = [operation(leaves[i], leaves[i + 1]) for i in range(0, len(leaves) - 1, 2)]
+        if len(leaves) % 2:
+            nxt.append(leaves[-1])
+        leaves = nxt
+    return leaves[0]
+
+
+class Partial(functools.partial):
+    """functools.partial as a pytree: the bound arguments are its children, the function its
+    aux data, so a Partial passes through jit and other transforms as an argument (as
+    jax.tree_util.Partial). A Partial of a Partial is merged into one, so all the bound
+    arguments stay children."""
+
+    def __new__(cls, func, *args, **kw):
+        if isinstance(func, Partial):
+            args, kw, func = func.args + args, {**func.keywords, **kw}, func.func
+        return super().__new__(cls, func, *args, **kw)
+
+
+def _flatten_partial(p: Partial):
+    keys = tuple(sorted(p.keywords))
+    return (p.args, tuple(p.keywords[k] for k in keys)), (p.func, keys)
+
+
+def _unflatten_partial(aux, children):
+    func, keys = aux
+    args, vals = children
+    return Partial(func, *args, **dict(zip(keys, vals, strict=True)))
+
+
+register_pytree_node(Partial, _flatten_partial, _unflatten_partial)

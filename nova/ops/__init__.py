@@ -6,3 +6,4 @@ from nova.ops import indexing, slicing  # noqa: F401
 from nova.ops import scan, sort  # noqa: F401
 from nova.ops import lax  # noqa: F401
 from nova.ops import attention  # noqa: F401
+from nova.ops import callback  # noqa: F401

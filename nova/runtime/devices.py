@@ -100,6 +100,40 @@ def default_device() -> Device:
     return Device("cuda", 0) if _gpu_count() > 0 else CPU
 
 
+def default_backend() -> str:
+    """The platform of the default device: "cuda" or "cpu" (jax.default_backend)."""
+    return default_device().platform
+
+
+def device_count(backend: str | None = None) -> int:
+    """The number of devices of `backend` (None: the default backend); see `devices`."""
+    return len(devices(backend))
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
+    """The devices of this process: all of `devices(backend)` (Nova runs in one process).
+    Raises ValueError for a process_index other than 0."""
+    if process_index not in (None, 0):
+        raise ValueError(f"local_devices: process_index {process_index}: Nova runs in one "
+                         "process, index 0")
+    return devices(backend)
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """len(local_devices(backend))."""
+    return device_count(backend)
+
+
+def process_index() -> int:
+    """This process's index among the processes of a computation: always 0 (one process)."""
+    return 0
+
+
+def process_count() -> int:
+    """The number of processes of a computation: always 1 (Nova is single-process)."""
+    return 1
+
+
 def _as_device(device) -> Device:
     if device is None:
         return default_device()

@@ -1,0 +1,182 @@
+"""Host callbacks (nova.pure_callback, nova.experimental.io_callback, nova.debug.callback /
+print): eager, under jit (once per run, in order, never dropped), grad, vmap, and the errors."""
+
+import numpy as np
+import pytest
+
+import nova
+import nova.numpy as jnp
+from nova import ShapeDtypeStruct as SDS
+
+X = np.arange(3, dtype=np.float32)
+
+
+def test_pure_callback_eager_and_jit():
+    def f(x):
+        y = nova.pure_callback(lambda a: np.cos(a) * 2, SDS(x.shape, x.dtype), x)
+        return jnp.sin(x) + y
+
+    want = np.sin(X) + 2 * np.cos(X)
+    np.testing.assert_allclose(np.asarray(f(X)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(nova.jit(f)(X)), want, rtol=1e-6)
+
+
+def test_pure_callback_pytrees_kwargs_and_cast():
+    seen = {}
+
+    def cb(pair, scale=None):
+        seen["types"] = (type(pair[0]), type(scale))
+        return {"s": pair[0] + pair[1] * scale, "n": np.int64(pair[0].size)}
+
+    out = nova.jit(lambda a, b: nova.pure_callback(
+        cb, {"s": SDS((3,), np.float32), "n": SDS((), np.int32)}, (a, b),
+        scale=np.float32(3)))(X, X)
+    np.testing.assert_allclose(np.asarray(out["s"]), 4 * X)
+    assert int(out["n"]) == 3 and np.asarray(out["n"]).dtype == np.int32
+    assert seen["types"] == (np.ndarray, np.ndarray)
+
+
+def test_pure_callback_result_checks():
+    with pytest.raises(ValueError, match=r"shape \(2,\).*declares \(3,\)"):
+        nova.pure_callback(lambda a: np.zeros(2, np.float32), SDS((3,), np.float32), X)
+    with pytest.raises(TypeError, match="returned 2 array"):
+        nova.pure_callback(lambda a: (a, a), SDS((3,), np.float32), X)
+    with pytest.raises(TypeError, match="dtype float32"):
+        nova.pure_callback(lambda a: a, SDS((3,), np.int32), X)
+    with pytest.raises(TypeError, match="callable"):
+        nova.pure_callback(3, SDS((3,), np.float32), X)
+    with pytest.raises(TypeError, match=r"\.shape and \.dtype"):
+        nova.pure_callback(np.sin, 3.0, X)
+    with pytest.raises(ValueError, match="vmap_method"):
+        nova.pure_callback(np.sin, SDS((3,), np.float32), X, vmap_method="loop")
+
+
+def test_pure_callback_is_not_differentiable():
+    f = lambda x: nova.pure_callback(np.sin, SDS((3,), np.float32), x).sum()  # noqa: E731
+    with pytest.raises(TypeError, match="not differentiable.*custom_jvp"):
+        nova.grad(f)(X)
+    with pytest.raises(TypeError, match="not differentiable"):
+        nova.jvp(lambda x: nova.pure_callback(np.sin, SDS((3,), np.float32), x), (X,), (X,))
+
+
+def test_pure_callback_with_custom_jvp():
+    @nova.custom_jvp
+    def host_sin(x):
+        return nova.pure_callback(np.sin, SDS(x.shape, x.dtype), x)
+
+    @host_sin.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return host_sin(x), jnp.cos(x) * t
+
+    g = nova.jit(nova.grad(lambda x: host_sin(x).sum()))(X)
+    np.testing.assert_allclose(np.asarray(g), np.cos(X), rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all"])
+def test_pure_callback_vmap(method):
+    calls = []
+
+    def cb(a, b):
+        calls.append(a.shape)
+        return np.asarray(a * b, np.float32)
+
+    xs = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = nova.vmap(lambda a: nova.pure_callback(cb, SDS((3,), np.float32), a, X,
+                                                 vmap_method=method))(xs)
+    np.testing.assert_allclose(np.asarray(out), xs * X)
+    assert calls == ([(3,), (3,)] if method == "sequential" else [(2, 3)])
+
+
+def test_pure_callback_vmap_needs_a_method():
+    with pytest.raises(NotImplementedError, match="vmap_method"):
+        nova.vmap(lambda a: nova.pure_callback(np.sin, SDS((), np.float32), a))(X)
+
+
+def test_unused_pure_callback_is_dropped_under_jit():
+    calls = []
+
+    def f(x):
+        nova.pure_callback(lambda a: (calls.append(1), a)[1], SDS((3,), np.float32), x)
+        return x * 2
+
+    nova.jit(f)(X)
+    assert calls == []  # pure: nothing reads it, so it is not run
+
+
+def test_debug_print_runs_on_every_call_in_order(capsys):
+    @nova.jit
+    def f(x):
+        nova.debug.print("a {}", x)
+        y = jnp.sin(x)
+        nova.debug.print("b {y:.3f}", y=y.sum())
+        nova.debug.print("b {y:.3f}", y=y.sum())  # the same call twice: printed twice
+        return x * 2
+
+    f(X)
+    f(X + 1)
+    lines = capsys.readouterr().out.splitlines()
+    s0, s1 = np.sin(X).sum(), np.sin(X + 1).sum()
+    assert lines == [f"a {X}", f"b {s0:.3f}", f"b {s0:.3f}",
+                     f"a {X + 1}", f"b {s1:.3f}", f"b {s1:.3f}"]
+
+
+def test_debug_print_eager_grad_and_vmap(capsys):
+    def loss(x):
+        nova.debug.print("x={}", x)
+        return jnp.sin(x).sum()
+
+    g = nova.grad(loss)(X)
+    np.testing.assert_allclose(np.asarray(g), np.cos(X), rtol=1e-6)
+    g = nova.jit(nova.grad(loss))(X)
+    np.testing.assert_allclose(np.asarray(g), np.cos(X), rtol=1e-6)
+    nova.vmap(lambda v: nova.debug.print("v={}", v))(X)
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"x={X}", f"x={X}", "v=0.0", "v=1.0", "v=2.0"]
+    with pytest.raises(TypeError, match="fmt must be a str"):
+        nova.debug.print(X)
+
+
+def test_debug_callback_receives_numpy_pytrees():
+    got = []
+    nova.jit(lambda t: nova.debug.callback(lambda d: got.append(d), {"w": t, "b": t[0]}))(X)
+    assert set(got[0]) == {"w", "b"} and isinstance(got[0]["w"], np.ndarray)
+    np.testing.assert_array_equal(got[0]["w"], X)
+
+
+def test_io_callback_results_and_effects():
+    log = []
+
+    def record(a):
+        log.append(float(a.sum()))
+        return a * 2
+
+    f = nova.jit(lambda x: nova.experimental.io_callback(record, SDS((3,), np.float32), x))
+    np.testing.assert_allclose(np.asarray(f(X)), 2 * X)
+    # results unused: still called (an effect), once per call
+    nova.jit(lambda x: (nova.experimental.io_callback(record, SDS((3,), np.float32), x), x)[1])(X)
+    assert log == [3.0, 3.0]
+    with pytest.raises(TypeError, match="io_callback is not differentiable"):
+        nova.grad(lambda x: nova.experimental.io_callback(
+            record, SDS((3,), np.float32), x).sum())(X)
+
+
+def test_callbacks_inside_loops_are_refused():
+    with pytest.raises(NotImplementedError, match="inside a lax.scan"):
+        nova.lax.scan(lambda c, v: (nova.debug.print("{}", c), (c + v, v))[1], 0.0, X)
+    # a pure callback in a loop body is fine
+    out = nova.lax.fori_loop(0, 3, lambda i, c: c + nova.pure_callback(
+        np.cos, SDS((), np.float32), c), np.float32(0))
+    c = np.float32(0)
+    for _ in range(3):
+        c = c + np.cos(c)
+    np.testing.assert_allclose(float(out), c, rtol=1e-6)
+
+
+def test_program_with_callback_stays_out_of_the_disk_cache(tmp_path, monkeypatch):
+    from nova.compiler import executable_cache
+
+    stored = []
+    monkeypatch.setattr(executable_cache, "store", lambda *a: stored.append(a))
+    nova.jit(lambda x: nova.pure_callback(np.sin, SDS((3,), np.float32), x) + 1)(X)
+    assert stored == []

@@ -99,9 +99,9 @@ def io_callback(callback: Callable, result_shape_dtypes, *args, sharding=None,
     Unlike pure_callback, the call is never dropped, merged or reordered by the compiler:
     each call traced runs once per execution, in program order (so `ordered` is accepted and
     always holds). result_shape_dtypes: None for no results, or a pytree of objects with
-    `.shape` and `.dtype`. Under `nova.vmap` the callback is called once per batch element.
-    Not supported yet inside lax.scan / while_loop / cond bodies or nova.checkpoint
-    functions (NotImplementedError). Raises as pure_callback.
+    `.shape` and `.dtype`. Under `nova.vmap` the callback is called once per batch element;
+    inside lax.scan / while_loop bodies once per iteration; derivatives do not repeat it
+    (a nova.checkpoint function's recomputation does). Raises as pure_callback.
     """
     del sharding, ordered
     types, out_tree = _result_types("io_callback", result_shape_dtypes) \

@@ -43,13 +43,14 @@ from nova.core import dtypes
 from nova.core.array import Array
 from nova.core.errors import ShapeError
 from nova.core.interpreter import run_program
-from nova.core.ir import Program, Region, TensorType, Var, as_region
+from nova.core.ir import Eqn, Program, Region, TensorType, Var, as_region
 from nova.core.primitive import Cost, FusionKind, Primitive, Template, broadcast_batched
 from nova.core.pytree import tree_flatten, tree_unflatten
-from nova.core.source_info import attributed_to, short
-from nova.core.trace import Trace, Tracer, end_trace, trace_context
+from nova.core.source_info import attributed_to
+from nova.core.trace import Trace, Tracer, current_trace, end_trace, trace_context
 from nova.grad import _array_or_scalar, _where, jvp, vjp
 from nova.ops import lax
+from nova.ops.callback import has_effects
 
 __all__ = ["cond", "fori_loop", "map", "scan", "switch", "while_loop"]
 
@@ -81,12 +82,6 @@ def trace_region(fun: Callable, in_types: Sequence[TensorType]):
             program = t.to_program(outs)
     finally:
         end_trace(t)
-    for e in program.eqns:
-        if e.prim.effectful:
-            raise NotImplementedError(
-                "io_callback / nova.debug.print / nova.debug.callback inside a lax.scan, "
-                "while_loop or cond body or a nova.checkpoint function is not supported yet; "
-                f"return the value and print it outside (called at {short(e.source)})")
     # Read by _region: a Program keeps no custom_vjp/custom_jvp markers (Trace.to_program);
     # the same Program with them kept is what transforms replay (Region.replay).
     program.custom_rules_dropped = t.custom_calls > 0
@@ -134,11 +129,15 @@ def _closed(fun: Callable, in_types) -> Region:
     return _region(program)
 
 
-def inline(region: Region, args: Sequence) -> list:
+def inline(region: Region, args: Sequence, effects: bool = True) -> list:
     """Binds the Region's equations on `args` in the current context (a trace, or eagerly);
     with its custom rules' markers (Region.replay) when it has them, so that a transform
-    tracing this meets the rules."""
+    tracing this meets the rules. effects=False leaves out the io_callbacks (debug.print) in
+    it, nested Regions included: a derivative rule's copy of a body must not repeat the
+    effects of the primal equation it differentiates."""
     program = region.replay or region.program
+    if not effects:
+        program = _without_effects(program)
     env = {id(v): a for v, a in zip(program.inputs, args, strict=True)}
     for e in program.eqns:
         with attributed_to(e.source):
@@ -147,6 +146,34 @@ def inline(region: Region, args: Sequence) -> list:
         for v, o in zip(e.outputs, outs, strict=True):
             env[id(v)] = o
     return [env[id(v)] for v in program.outputs]
+
+
+def _without_effects(program: Program) -> Program:
+    """The program without its io_callback equations (their token and results, which only
+    other io_callbacks read, no longer exist) and with effect-free copies of the Regions
+    that held some; the program itself when it holds none."""
+    if not any(has_effects(e) for e in program.eqns):
+        return program
+    eqns = []
+    for e in program.eqns:
+        if e.prim.effectful:
+            continue
+        if has_effects(e):
+            params = {}
+            for k, v in e.params.items():
+                if isinstance(v, Region):
+                    v = _region_without_effects(v)
+                elif isinstance(v, tuple) and v and all(isinstance(r, Region) for r in v):
+                    v = tuple(_region_without_effects(r) for r in v)
+                params[k] = v
+            e = Eqn(e.prim, e.inputs, params, e.outputs, e.source, e.stage)
+        eqns.append(e)
+    return Program(program.inputs, eqns, program.outputs, program.input_names)
+
+
+def _region_without_effects(r: Region) -> Region:
+    replay = None if r.replay is None else _without_effects(r.replay)
+    return Region(_without_effects(r.program), r.dropped_rules, replay)
 
 
 _EXECUTABLES: OrderedDict = OrderedDict()  # Region -> its compiled executable (most recent last)
@@ -369,6 +396,10 @@ def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry, primal_
     if not (fc or fh or fx):
         return (None,) * len(args)
     n_x = len(x_t)
+    # Under jit the forward scan below takes the primal scan's place (compiler/merge_scans.py),
+    # so it runs the body's io_callbacks; eagerly the primal scan has run them already.
+    outer = current_trace()
+    rerun_effects = outer is not None and not outer.concrete
 
     # One step, forward and backward, traced together: the body's outputs, then the step's
     # cotangents (d carry, d consts so far + this step's, d x) from the outgoing ones.
@@ -378,7 +409,7 @@ def _scan_vjp(cts, *args, out, body, length, reverse, n_consts, n_carry, primal_
 
         def f_local(cf, hf, xf):
             outs = inline(body, _replace_at(c, fc, cf) + _replace_at(h, fh, hf)
-                          + _replace_at(x, fx, xf))
+                          + _replace_at(x, fx, xf), effects=rerun_effects)
             primal_outs.extend(outs)
             return [outs[i] for i in fh], [outs[n_carry + j] for j in fy]
 
@@ -483,7 +514,7 @@ def _scan_jvp(tangents, *args, out, body, length, reverse, n_consts, n_carry, pr
 
         def f_local(cf, hf, xf):
             return inline(body, _replace_at(c, fc, cf) + _replace_at(h, fh, hf)
-                          + _replace_at(x, fx, xf))
+                          + _replace_at(x, fx, xf), effects=False)
 
         outs, touts = jvp(f_local, ([c[i] for i in fc], [h[i] for i in fh], [x[i] for i in fx]),
                           (list(dc), list(dh), list(dx)))
@@ -604,13 +635,14 @@ def _while_jvp(tangents, *args, out, cond, body, n_cond_consts, n_body_consts):
         c, dc, h, dh = _split(a, n_bc, len(fb), n)
 
         def f_local(cf, hf):
-            return inline(body, _replace_at(c, fb, cf) + _replace_at(h, fh, hf))
+            return inline(body, _replace_at(c, fb, cf) + _replace_at(h, fh, hf), effects=False)
 
         outs, touts = jvp(f_local, ([c[i] for i in fb], [h[i] for i in fh]), (list(dc), list(dh)))
         return outs + [touts[i] for i in fh]
 
     def cond_jvp(*a):
-        return inline(cond, a[:n_cc + n])  # the tangents do not change the predicate
+        # (the tangents do not change the predicate)
+        return inline(cond, a[:n_cc + n], effects=False)
 
     tan_t = [h_t[i] for i in fh]
     cond_r = _closed(cond_jvp, cc_t + h_t + tan_t)
@@ -730,7 +762,7 @@ def _cond_vjp(cts, index, *ops, out, branches):
             o, ct = a[:len(ops)], a[len(ops):]
 
             def f_local(of):
-                outs = inline(br, _replace_at(o, fo, of))
+                outs = inline(br, _replace_at(o, fo, of), effects=False)
                 return [outs[j] for j in fy]
 
             _, pullback = vjp(f_local, [o[i] for i in fo])
@@ -758,7 +790,7 @@ def _cond_jvp(tangents, index, *ops, out, branches):
             o, do = a[:n], a[n:]
 
             def f_local(of):
-                return inline(br, _replace_at(o, fo, of))
+                return inline(br, _replace_at(o, fo, of), effects=False)
 
             outs, touts = jvp(f_local, ([o[i] for i in fo],), (list(do),))
             return outs + [touts[j] for j in fy]

@@ -3,8 +3,8 @@
 `nova.debug.print("loss {l}", l=loss)` inside `jit` prints the value each time the compiled
 function runs (a plain `print` would show a tracer, once, while tracing). Both functions are
 io_callbacks (nova/callbacks.py): never dropped or merged by the compiler, run in program
-order, no obstacle to differentiating the values they show. Not supported yet inside
-lax.scan / while_loop / cond bodies and nova.checkpoint functions (NotImplementedError).
+order, once per loop iteration inside lax.scan / while_loop bodies, no obstacle to
+differentiating the values they show (a derivative does not print them again).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def callback(callback: Callable, *args, ordered: bool = False, **kwargs) -> None
     io_callback(callback, None, *args, ordered=ordered, **kwargs)
 
 
-def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A001
+def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:
     """Prints `fmt.format(*args, **kwargs)` with the arguments' values (NumPy arrays), eagerly
     or each time a jitted function runs (jax.debug.print). Raises TypeError when fmt is not a
     str."""

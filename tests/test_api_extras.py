@@ -7,11 +7,11 @@ import functools
 import jax
 import jax.numpy as jjnp
 import jax.tree_util as jtu
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
 import nova
-import nova.numpy as jnp
 from nova import tree_util as tu
 
 RNG = np.random.default_rng(0)
@@ -60,6 +60,7 @@ def test_linearize_inside_jit_and_has_aux():
         return out, f_jvp(t), aux
 
     out, tan, aux = g(X, Y, TX)
+    np.testing.assert_allclose(np.asarray(out), np.exp(X) * Y, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(tan), np.exp(X) * Y * TX, rtol=1e-6)
     np.testing.assert_allclose(float(aux), X.sum(), rtol=1e-6)
 

@@ -1,11 +1,11 @@
 """Host callbacks (nova.pure_callback, nova.experimental.io_callback, nova.debug.callback /
 print): eager, under jit (once per run, in order, never dropped), grad, vmap, and the errors."""
 
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
 import nova
-import nova.numpy as jnp
 from nova import ShapeDtypeStruct as SDS
 
 X = np.arange(3, dtype=np.float32)
@@ -52,7 +52,7 @@ def test_pure_callback_result_checks():
 
 
 def test_pure_callback_is_not_differentiable():
-    f = lambda x: nova.pure_callback(np.sin, SDS((3,), np.float32), x).sum()  # noqa: E731
+    f = lambda x: nova.pure_callback(np.sin, SDS((3,), np.float32), x).sum()
     with pytest.raises(TypeError, match="not differentiable.*custom_jvp"):
         nova.grad(f)(X)
     with pytest.raises(TypeError, match="not differentiable"):
@@ -161,10 +161,53 @@ def test_io_callback_results_and_effects():
             record, SDS((3,), np.float32), x).sum())(X)
 
 
-def test_callbacks_inside_loops_are_refused():
-    with pytest.raises(NotImplementedError, match="inside a lax.scan"):
-        nova.lax.scan(lambda c, v: (nova.debug.print("{}", c), (c + v, v))[1], 0.0, X)
-    # a pure callback in a loop body is fine
+def _scan_printing(x):
+    def body(c, v):
+        nova.debug.print("c={} v={}", c, v)
+        return c + v, c * v
+
+    return nova.lax.scan(body, np.float32(0), x)
+
+
+SCAN_LINES = ["c=0.0 v=0.0", "c=0.0 v=1.0", "c=1.0 v=2.0"]
+
+
+@pytest.mark.parametrize("how", ["eager", "jit", "grad", "jit_grad", "jvp", "jit_jvp"])
+def test_debug_print_in_scan_once_per_iteration(capsys, how):
+    loss = lambda x: _scan_printing(x)[0]
+    run = {"eager": lambda: _scan_printing(X),
+           "jit": lambda: nova.jit(lambda x: (_scan_printing(x), x)[1])(X),  # results unused
+           "grad": lambda: nova.grad(loss)(X),
+           "jit_grad": lambda: nova.jit(nova.grad(loss))(X),
+           "jvp": lambda: nova.jvp(loss, (X,), (X,)),
+           "jit_jvp": lambda: nova.jit(lambda x: nova.jvp(loss, (x,), (x,))[1])(X)}[how]
+    run()
+    assert capsys.readouterr().out.splitlines() == SCAN_LINES
+
+
+def test_debug_print_in_while_and_cond(capsys):
+    def body(c):
+        nova.debug.print("i={}", c[0])
+        return c[0] + 1, c[1] * 2
+
+    out = nova.jit(lambda s: nova.lax.while_loop(lambda c: c[0] < 3, body, (0, s)))(
+        np.float32(1))
+    assert float(out[1]) == 8.0
+    g = nova.jit(lambda p, x: nova.lax.cond(
+        p, lambda x: (nova.debug.print("T {}", x), x)[1],
+        lambda x: (nova.debug.print("F {}", x), -x)[1], x))
+    g(True, X)
+    g(False, X)
+    nova.grad(lambda x: g(True, x).sum())(X)
+    assert capsys.readouterr().out.splitlines() == ["i=0", "i=1", "i=2", f"T {X}", f"F {X}",
+                                                    f"T {X}"]
+
+
+def test_callbacks_in_vmapped_scan_and_pure_in_loop(capsys):
+    nova.vmap(_scan_printing)(np.stack([X, X + 10]))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["c=0.0 v=0.0", "c=0.0 v=10.0", "c=0.0 v=1.0", "c=10.0 v=11.0",
+                     "c=1.0 v=2.0", "c=21.0 v=12.0"]
     out = nova.lax.fori_loop(0, 3, lambda i, c: c + nova.pure_callback(
         np.cos, SDS((), np.float32), c), np.float32(0))
     c = np.float32(0)

@@ -15,6 +15,8 @@ import ml_dtypes
 import numpy as np
 
 from nova.compiler import cache
+from nova.compiler.codegen.cpu import matmul as _matmul
+from nova.compiler.codegen.cpu.attention import emit_attention
 from nova.compiler.codegen.cpu.compile import (
     MIN_PARALLEL_TEXT,
     BackgroundCompile,
@@ -25,16 +27,14 @@ from nova.compiler.codegen.cpu.compile import (
     split_for_processes,
     use_openmp_defaults,
 )
-from nova.compiler.codegen.cpu.attention import emit_attention
 from nova.compiler.codegen.cpu.contraction import (
     emit_contraction,
     emit_generic_contraction,
     generic_matmul_text,
 )
 from nova.compiler.codegen.cpu.gemv import emit_gemv, gemv_layout
-from nova.compiler.codegen.cpu import matmul as _matmul
-from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
 from nova.compiler.codegen.cpu.loops import emit_loop_kernel
+from nova.compiler.codegen.cpu.matmul import module_text, needs_openmp
 from nova.compiler.codegen.cpu.sequential import emit_sequential_kernel
 from nova.compiler.fuse import fuse
 from nova.compiler.kernel import FusedProgram, Kernel
@@ -43,6 +43,7 @@ from nova.core.errors import CompilerError
 from nova.core.ir import Eqn, Program, Var
 from nova.core.primitive import lookup
 from nova.core.trace import _reference_eval
+from nova.ops.callback import has_effects
 from nova.runtime.executable import CPUExecutable, Launch
 from nova.runtime.launcher import load_launcher, prefetch_launcher
 
@@ -100,7 +101,7 @@ def _empty(k: Kernel) -> bool:
     """All outputs have size 0 and no equation is made for its effect (an io_callback whose
     token nothing reads): there is nothing to compute (no kernel is generated)."""
     return all(v.type.size == 0 for v in k.outputs) and \
-        not any(e.prim.effectful for e in k.program.eqns)
+        not any(has_effects(e) for e in k.program.eqns)
 
 
 def _host_fn(k: Kernel):

@@ -8,6 +8,7 @@ import numpy as np
 
 from nova.compiler.rewrite import Rewriter
 from nova.core.ir import Program
+from nova.ops.callback import has_effects
 
 
 def _param_key(v):
@@ -27,7 +28,7 @@ def cse(program: Program) -> Program:
     seen: dict = {}
     for e in program.eqns:
         ins = [rw.get(v) for v in e.inputs]
-        if e.prim.effectful:  # each call of an io_callback happens
+        if has_effects(e):  # each call of an io_callback happens
             rw.keep(e)
             continue
         key = (e.prim.name, tuple(id(v) for v in ins),

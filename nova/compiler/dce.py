@@ -7,6 +7,7 @@ those read); a `cond` its unused results and the operands no branch reads any mo
 from __future__ import annotations
 
 from nova.core.ir import Eqn, Program, Region
+from nova.ops.callback import has_effects
 
 
 def dce(program: Program) -> Program:
@@ -14,8 +15,13 @@ def dce(program: Program) -> Program:
     kept = []
     for e in reversed(program.eqns):
         # Every primitive but a host callback made for its effect (Primitive.effectful) is
-        # pure (random bits are counter-based), so unused means removable.
-        if e.prim.effectful or any(id(o) in live for o in e.outputs):
+        # pure (random bits are counter-based), so unused means removable. A loop or cond
+        # holding such a callback is kept whole (not shrunk: its effect reads what it reads).
+        if has_effects(e):
+            kept.append(e)
+            live.update(id(v) for v in e.inputs)
+            continue
+        if any(id(o) in live for o in e.outputs):
             shrink = _SHRINK.get(e.prim.name)
             if shrink is not None:
                 e = shrink(e, live)

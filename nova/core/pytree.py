@@ -507,8 +507,7 @@ def register_static(cls: type) -> type:
 def all_leaves(iterable, is_leaf: Callable | None = None) -> bool:
     """Whether every element of `iterable` is a leaf (flattens to itself)."""
     for x in iterable:
-        leaves, td = tree_flatten(x, is_leaf)
-        if td.kind != "leaf":
+        if tree_structure(x, is_leaf).kind != "leaf":
             return False
     return True
 

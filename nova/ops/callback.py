@@ -15,9 +15,12 @@ Neither is differentiable: a derivative reaching a callback's results raises Typ
 raises too); give the function a rule with nova.custom_jvp / custom_vjp. An io_callback whose
 results are not differentiated (debug.print of a value being differentiated) is no obstacle.
 
-Not supported yet: io_callback (debug.print) inside lax.scan / while_loop / cond bodies and
-nova.checkpoint functions (NotImplementedError names it); a program holding a callback is not
-kept in the on-disk executable cache (a Python function cannot be stored), only in memory.
+Inside lax.scan / while_loop / cond bodies an io_callback runs once per iteration (per taken
+branch); a loop or cond holding one is an effect too (`has_effects`). The copies of a body
+that derivative rules build leave the effects out (control_flow.py `inline(effects=False)`),
+so differentiating prints once, as the primal does; a nova.checkpoint function's recomputation
+in the backward does run them again (as jax.checkpoint does). A program holding a callback is
+not kept in the on-disk executable cache (a Python function cannot be stored), only in memory.
 """
 
 from __future__ import annotations
@@ -213,13 +216,27 @@ io_callback_p = Primitive(
 CALLBACKS = frozenset({"pure_callback", "io_callback"})
 
 
+def has_effects(e) -> bool:
+    """Whether equation e is made for an effect: an io_callback, or a control-flow equation
+    whose Regions hold one (dead-code elimination keeps it, cse never merges it)."""
+    if e.prim.effectful:
+        return True
+    for v in e.params.values():
+        for r in (v if isinstance(v, tuple) else (v,)):
+            body = getattr(r, "program", None)
+            if body is not None and any(has_effects(b) for b in body.eqns):
+                return True
+    return False
+
+
 def holds_callbacks(program) -> bool:
     """Whether the Program (its Regions included) calls a Python function."""
     for e in program.eqns:
         if e.prim.name in CALLBACKS:
             return True
         for v in e.params.values():
-            body = getattr(v, "program", None)
-            if body is not None and holds_callbacks(body):
-                return True
+            for r in (v if isinstance(v, tuple) else (v,)):
+                body = getattr(r, "program", None)
+                if body is not None and holds_callbacks(body):
+                    return True
     return False

@@ -29,7 +29,7 @@ from nova.batching import vmap
 from nova.checkpoint import checkpoint, checkpoint_policies, remat
 from nova.ops.structural import checkpoint_name
 from nova import control_flow as _control_flow  # noqa: F401  (registers cond, while, scan)
-from nova.custom_derivatives import custom_jvp, custom_vjp
+from nova.custom_derivatives import custom_gradient, custom_jvp, custom_vjp
 from nova.callbacks import pure_callback
 from nova import debug, experimental
 from nova.grad import (
@@ -95,6 +95,7 @@ __all__ = [
     "checkpoint_name",
     "checkpoint_policies",
     "config",
+    "custom_gradient",
     "custom_jvp",
     "custom_vjp",
     "debug",

@@ -595,3 +595,34 @@ def _tree_add(a, b):
         raise TypeError(f"custom_jvp: defjvps terms of structures {ta} and {tb} cannot be added")
     return tree_unflatten(ta, [y if x is None else x if y is None else x + y
                                for x, y in zip(la, lb, strict=True)])
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """A function whose reverse-mode derivative `fun` gives itself (jax.custom_gradient):
+    `fun(*args)` returns `(out, vjp_fn)`, where `vjp_fn(ct)` maps a cotangent of `out` to the
+    cotangents of the positional arguments (a tuple with one per argument; a single value is
+    taken for a one-argument function). Built on custom_vjp: vjp_fn, with what it closed over
+    in fun, is the residual, so it may read fun's intermediate values. Forward mode transposes
+    vjp_fn (it must be linear in ct). Raises TypeError (from custom_vjp) when vjp_fn returns
+    the wrong number or structure of cotangents."""
+    name = getattr(fun, "__name__", "f")
+
+    def primal(*args):
+        return fun(*args)[0]
+
+    primal.__name__ = name
+    rule = custom_vjp(primal)
+
+    def fwd(*args):
+        res = fun(*args)
+        if not (isinstance(res, tuple) and len(res) == 2 and callable(res[1])):
+            raise TypeError(f"custom_gradient {name}: the function must return (output, "
+                            f"vjp_fn), got {type(res).__name__}")
+        return res[0], (res[1],)
+
+    def bwd(res, ct):
+        cts = res[0](ct)
+        return cts if isinstance(cts, tuple) else (cts,)
+
+    rule.defvjp(fwd, bwd)
+    return functools.wraps(fun)(rule)

@@ -115,6 +115,31 @@ def test_jacobian_is_jacrev():
         lambda v: jjnp.sin(v) * v[0])(X[0])), rtol=1e-6)
 
 
+def test_custom_gradient_matches_jax():
+    @nova.custom_gradient
+    def f(x, y):
+        s = jnp.sin(x) * y
+        return s, lambda g: (g * jnp.cos(x) * 10.0, g * s)  # reads an intermediate
+
+    @jax.custom_gradient
+    def fj(x, y):
+        s = jjnp.sin(x) * y
+        return s, lambda g: (g * jjnp.cos(x) * 10.0, g * s)
+
+    loss = lambda x, y: (f(x, y) ** 2).sum()  # noqa: E731
+    loss_j = lambda x, y: (fj(x, y) ** 2).sum()  # noqa: E731
+    want = jax.grad(loss_j, argnums=(0, 1))(X, Y)
+    _close(nova.grad(loss, argnums=(0, 1))(X, Y), want, 1e-5)
+    _close(nova.jit(nova.grad(loss, argnums=(0, 1)))(X, Y), want, 1e-5)
+    per = nova.vmap(nova.grad(lambda x: (f(x, Y[0]) ** 2).sum()))(X)
+    _close(per, jax.vmap(jax.grad(lambda x: (fj(x, Y[0]) ** 2).sum()))(X), 1e-5)
+    one = nova.custom_gradient(lambda x: (x * 2.0, lambda g: g * 3.0))  # a bare cotangent
+    np.testing.assert_allclose(np.asarray(nova.grad(lambda x: one(x).sum())(X)), 3.0)
+    bad = nova.custom_gradient(lambda x: x * 2.0)
+    with pytest.raises(TypeError, match=r"\(output, vjp_fn\)"):
+        nova.grad(lambda x: bad(x).sum())(X)
+
+
 # --- pytrees ----------------------------------------------------------------------------------
 
 TREE = {"a": [1, 2], "b": (3, {"c": 4}), "d": None}

@@ -126,8 +126,8 @@ def test_custom_gradient_matches_jax():
         s = jjnp.sin(x) * y
         return s, lambda g: (g * jjnp.cos(x) * 10.0, g * s)
 
-    loss = lambda x, y: (f(x, y) ** 2).sum()  # noqa: E731
-    loss_j = lambda x, y: (fj(x, y) ** 2).sum()  # noqa: E731
+    loss = lambda x, y: (f(x, y) ** 2).sum()
+    loss_j = lambda x, y: (fj(x, y) ** 2).sum()
     want = jax.grad(loss_j, argnums=(0, 1))(X, Y)
     _close(nova.grad(loss, argnums=(0, 1))(X, Y), want, 1e-5)
     _close(nova.jit(nova.grad(loss, argnums=(0, 1)))(X, Y), want, 1e-5)

@@ -25,6 +25,7 @@ from nova.core.errors import (
     UnexpectedTracerError,
 )
 from nova.core.ir import Program, TensorType, parse_program
+from nova.core.trace import ensure_compile_time_eval
 from nova.batching import vmap
 from nova.checkpoint import checkpoint, checkpoint_policies, remat
 from nova.ops.structural import checkpoint_name
@@ -107,6 +108,7 @@ __all__ = [
     "devices",
     "dtypes",
     "disable_jit",
+    "ensure_compile_time_eval",
     "eval_shape",
     "experimental",
     "grad",

@@ -260,6 +260,23 @@ def test_disable_jit_runs_python_op_by_op():
         f(np.ones(3, np.float32))  # jit is back on after the block
 
 
+def test_ensure_compile_time_eval():
+    kinds = []
+
+    @nova.jit
+    def f(x):
+        with nova.ensure_compile_time_eval():
+            n = jnp.arange(4).sum()  # concrete operands: computed while tracing
+            y = x * n if int(n) > 5 else x  # Python control flow on it
+            kinds.append((type(n).__name__, type(jnp.sin(x)).__name__))
+        return y
+
+    np.testing.assert_allclose(np.asarray(f(X)), X * 6)
+    assert kinds == [("Array", "Tracer")]  # the traced operand's op is still recorded
+    with pytest.raises(nova.ConcretizationTypeError):
+        nova.jit(lambda x: int(jnp.arange(4).sum()) + x)(X)  # outside the block: traced
+
+
 def test_clear_caches_retraces():
     g = nova.jit(lambda x: x + 1)
     g(X)

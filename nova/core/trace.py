@@ -537,10 +537,30 @@ class trace_context:
         return False
 
 
+class ensure_compile_time_eval:
+    """`with ensure_compile_time_eval():` inside a traced function, operations whose operands
+    are all concrete (NumPy arrays, Python scalars, Arrays: no traced value) are computed at
+    once, while tracing, and give concrete Arrays, as jax.ensure_compile_time_eval: Python
+    control flow on them works. Operations on traced values are recorded as usual. Nests."""
+
+    def __enter__(self):
+        self.prev = getattr(_state, "compile_time_eval", False)
+        _state.compile_time_eval = True
+        return self
+
+    def __exit__(self, *exc):
+        _state.compile_time_eval = self.prev
+        return False
+
+
 def bind(prim: Primitive, *args, **params):
-    """Applies a primitive: records it in the current trace, or evaluates it eagerly."""
+    """Applies a primitive: records it in the current trace, or evaluates it eagerly (also
+    inside a trace, under ensure_compile_time_eval, when no operand is traced)."""
     params = prim.canonical_params(params)
     trace = current_trace()
+    if trace is not None and getattr(_state, "compile_time_eval", False) and \
+            not any(isinstance(a, Tracer) for a in args) and not prim.effectful:
+        trace = None
     if trace is None:
         if _device_executor is not None and any(getattr(a, "_on_device", False) for a in args):
             out = _device_executor(prim, args, params)

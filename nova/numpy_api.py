@@ -310,3 +310,52 @@ def _setitem_error(self, idx, value):
 _attach_methods()
 
 linalg = _linalg_namespace()
+
+
+def _make_ufuncs():
+    """The binary elementwise functions as ufunc objects (numpy_impl/ufunc_objects.py), with
+    their identities, reductions and scans. Array's operators keep calling the functions."""
+    from nova.numpy_impl.ufunc_objects import ufunc as _uf
+    from nova.ops import lax as _lax
+
+    g = globals()
+
+    def tree(op, ident):  # an associative reduction with an identity: lax.reduce's tree
+        def red(a, axis, keepdims=False):
+            return _lax.reduce(a, _np.asarray(ident, a.dtype), g[op], tuple(axis))
+
+        return red
+
+    def xor_reduce(a, axis, keepdims=False):
+        return g["sum"](a != 0, axis=axis, keepdims=keepdims) % 2 == 1
+
+    specs = {
+        "add": dict(identity=0, reducer=g["sum"], accumulator=g["cumsum"], at="add"),
+        "multiply": dict(identity=1, reducer=g["prod"], accumulator=g["cumprod"],
+                         at="multiply"),
+        "maximum": dict(reducer=g["max"], accumulator=_lax.cummax, at="max"),
+        "minimum": dict(reducer=g["min"], accumulator=_lax.cummin, at="min"),
+        "fmax": dict(reducer=g["nanmax"]),
+        "fmin": dict(reducer=g["nanmin"]),
+        "logical_and": dict(identity=True, reducer=g["all"]),
+        "logical_or": dict(identity=False, reducer=g["any"]),
+        "logical_xor": dict(identity=False, reducer=xor_reduce),
+        "bitwise_and": dict(identity=-1, reducer=tree("bitwise_and", -1)),
+        "bitwise_or": dict(identity=0, reducer=tree("bitwise_or", 0)),
+        "bitwise_xor": dict(identity=0, reducer=tree("bitwise_xor", 0)),
+        "subtract": dict(at="subtract"),
+    }
+    plain = ("divide", "true_divide", "floor_divide", "power", "float_power", "remainder",
+             "mod", "fmod", "arctan2", "hypot", "copysign", "logaddexp", "logaddexp2",
+             "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+             "heaviside", "ldexp", "gcd", "lcm", "left_shift", "right_shift")
+    for name in list(specs) + list(plain):
+        fn = g.get(name)
+        if fn is None or isinstance(fn, _uf):
+            continue
+        spec = specs.get(name, {})
+        g[name] = _uf(fn, name, associative=spec.get("reducer") is not None, **spec)
+    g["ufunc"] = _uf
+
+
+_make_ufuncs()

@@ -26,6 +26,7 @@ __all__ = [
     "avg_pool2d",
     "conv2d",
     "cross_entropy",
+    "dot_product_attention",
     "dropout",
     "gelu",
     "layer_norm",
@@ -142,29 +143,57 @@ def _row_shift(x, axis):
     return jnp.floor(_row_max(x, axis))
 
 
-def softmax(x, axis=-1) -> Array:
+def broadcast_where(fn: str, where, shape: tuple):
+    """A `where=` mask as a bool Array of `shape` (None stays None): what softmax, log_softmax,
+    logmeanexp and standardize take. Raises TypeError for a non-bool mask, ValueError for one
+    that does not broadcast to `shape`."""
+    if where is None:
+        return None
+    m = asarray(where)
+    if not dtypes.is_bool(m.dtype):
+        raise TypeError(f"{fn}: where must be a bool array, got {m.dtype}{where_am_i()}")
+    try:
+        np.broadcast_shapes(tuple(m.shape), tuple(shape))
+    except ValueError:
+        raise ValueError(f"{fn}: where of shape {tuple(m.shape)} does not broadcast to x's "
+                         f"shape {tuple(shape)}{where_am_i()}") from None
+    return jnp.broadcast_to(m, shape)
+
+
+def softmax(x, axis=-1, where=None) -> Array:
     """exp(x) / sum(exp(x)) over `axis` (int or tuple), computed as exp(x - s) / sum with
     s = floor(max(x)) (see `_row_shift`).
 
-    x: float array; result has its shape and dtype. A slice that is -inf everywhere gives zeros
-    (JAX and PyTorch give NaN). Raises TypeError for non-float input.
+    x: float array; result has its shape and dtype. where: optional bool mask broadcastable to
+    x; only its elements take part, the others give 0 (as jax.nn.softmax). A slice that is -inf
+    (or masked) everywhere gives zeros (JAX and PyTorch give NaN for -inf). Raises TypeError for
+    non-float input.
     """
     x = _float_input("softmax", x)
+    mask = broadcast_where("softmax", where, x.shape)
+    if mask is not None:
+        x = jnp.where(mask, x, -jnp.inf)
     e = jnp.exp(x - _row_shift(x, axis))
     s = jnp.sum(e, axis=axis, keepdims=True)
-    return e / jnp.where(s == 0, 1.0, s)
+    p = e / jnp.where(s == 0, 1.0, s)
+    return p if mask is None else jnp.where(mask, p, 0.0)
 
 
-def log_softmax(x, axis=-1) -> Array:
+def log_softmax(x, axis=-1, where=None) -> Array:
     """x - logsumexp(x) over `axis`, computed as (x - s) - log(sum(exp(x - s))) with
     s = floor(max(x)).
 
-    x: float array; result has its shape and dtype. A slice that is -inf everywhere gives NaN
-    (as JAX and PyTorch). Raises TypeError for non-float input.
+    x: float array; result has its shape and dtype. where: optional bool mask broadcastable to
+    x; only its elements take part, the others give -inf (as jax.nn.log_softmax). A slice that
+    is -inf everywhere gives NaN (as JAX and PyTorch). Raises TypeError for non-float input.
     """
     x = _float_input("log_softmax", x)
+    mask = broadcast_where("log_softmax", where, x.shape)
+    if mask is not None:
+        x = jnp.where(mask, x, -jnp.inf)
     shifted = x - _row_shift(x, axis)
-    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+    out = shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+    return out if mask is None else jnp.where(mask, out, -jnp.inf)
 
 
 def layer_norm(x, weight=None, bias=None, eps: float = 1e-5) -> Array:
@@ -528,6 +557,155 @@ def scaled_dot_product_attention(q, k, v, *, causal: bool = False, mask=None, sc
     if dropout_p > 0.0:
         p = dropout(p, dropout_p, key)
     return p @ v
+
+
+def _lead4(fn: str, name: str, t) -> Array:
+    """t with leading axes of length 1 added up to 4 dimensions; ValueError past 4."""
+    t = asarray(t)
+    if t.ndim > 4:
+        raise ValueError(f"{fn}: {name} must have at most 4 dimensions, got shape {t.shape}"
+                         f"{where_am_i()}")
+    return jnp.reshape(t, (1,) * (4 - t.ndim) + tuple(t.shape))
+
+
+def _grouped(fn: str, name: str, t: Array, full: tuple, k: int) -> Array:
+    """A bias or mask (B|1, N|1, T|1, S|1) as (B|1, K|1, G|1, T|1, S|1) for heads grouped
+    (K, G), G = N // K; ValueError when it does not broadcast to full = (B, N, T, S)."""
+    try:
+        np.broadcast_shapes(tuple(t.shape), full)
+    except ValueError:
+        raise ValueError(f"{fn}: {name} of shape {tuple(t.shape)} does not broadcast to the "
+                         f"logits' (B, N, T, S) = {full}{where_am_i()}") from None
+    b, n, tq, s = t.shape
+    if n == 1:
+        return jnp.reshape(t, (b, 1, 1, tq, s))
+    return jnp.reshape(t, (b, k, n // k, tq, s))
+
+
+def _seq_lengths(fn: str, name: str, lengths, batch: int):
+    if lengths is None:
+        return None
+    lengths = asarray(lengths)
+    if not dtypes.is_int(lengths.dtype) or tuple(lengths.shape) != (batch,):
+        raise ValueError(f"{fn}: {name} must be an integer array of shape ({batch},), got "
+                         f"{lengths.dtype} of shape {tuple(lengths.shape)}{where_am_i()}")
+    return lengths
+
+
+def _window(fn: str, local_window_size):
+    """local_window_size as (left, right), two ints >= 0."""
+    if isinstance(local_window_size, int | np.integer):
+        local_window_size = (local_window_size, local_window_size)
+    return _pair(f"{fn}: local_window_size", local_window_size, low=0)
+
+
+def _keep_mask(mask, is_causal, window, q_len, kv_len, t, s):
+    """Which logits take part (bool, broadcastable to (B, K, G, T, S)) or None: the
+    intersection of the (grouped) mask, the causal triangle, the local window and the
+    padding."""
+    parts = [] if mask is None else [mask]
+    qi = jnp.arange(t)[:, None]
+    kj = jnp.arange(s)[None, :]
+    if is_causal:
+        parts.append(qi >= kj)  # top-left aligned: query i sees keys j <= i
+    if window is not None:
+        left, right = window
+        parts.append((kj >= qi - left) & (kj <= qi + right))
+    if q_len is not None:
+        parts.append((jnp.arange(t)[None, :, None] < q_len[:, None, None])[:, None, None])
+    if kv_len is not None:
+        parts.append((jnp.arange(s)[None, None, :] < kv_len[:, None, None])[:, None, None])
+    keep = None
+    for p in parts:
+        keep = p if keep is None else jnp.logical_and(keep, p)
+    return keep
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal: bool = False, query_seq_lengths=None,
+                          key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None, return_residual: bool = False):
+    """softmax(Q K^T * scale + bias) V per head, in jax.nn.dot_product_attention's layout
+    (Vaswani et al., "Attention is all you need", eq. 1; grouped-query attention, Ainslie et
+    al., arXiv 2305.13245).
+
+    query: (B, T, N, H) or (T, N, H); key, value: (B, S, K, H) or (S, K, H), one float dtype,
+    with K dividing N: query head n reads key/value head n // (N / K) (K = N is multi-head, K = 1
+    multi-query attention). bias: float, added to the logits; mask: bool, True = attend; both of
+    at most 4 dimensions (leading ones added) broadcastable to (B, N, T, S). scale: defaults to
+    1 / sqrt(H). is_causal: query i attends to keys j <= i. query_seq_lengths,
+    key_value_seq_lengths: integer (B,), the valid prefix of each batch row's queries / keys
+    (output rows past a query length are 0). local_window_size: int w or (left, right): query
+    i attends to keys i - left ... i + right. Logits are computed and normalized in float32 at
+    least (bfloat16 and float16 inputs too); masked logits take a large finite negative value,
+    so a query that may attend to nothing averages the values uniformly, as JAX's does.
+    implementation: None or "xla" (both run Nova's kernels).
+
+    Returns query's shape and dtype; with return_residual, also the logsumexp of each row of
+    logits, (B, T, N) or (T, N), without a gradient (FlashAttention-2, Dao, arXiv 2307.08691,
+    sec. 3.1.1). Raises ValueError for mismatched shapes, N not a multiple of K, H = 0, bad
+    sequence lengths or window, or an unknown implementation; NotImplementedError for "cudnn"
+    (Nova generates its own kernels); TypeError for non-float inputs, inputs of different
+    dtypes or a non-bool mask.
+    """
+    fn = "dot_product_attention"
+    if implementation == "cudnn":
+        raise NotImplementedError(f"{fn}: implementation='cudnn' is not available: Nova runs "
+                                  f"its own generated kernels; use None or 'xla'{where_am_i()}")
+    if implementation not in (None, "xla"):
+        raise ValueError(f"{fn}: implementation must be None or 'xla', got "
+                         f"{implementation!r}{where_am_i()}")
+    q, k, v = (_float_input(fn, t) for t in (query, key, value))
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"{fn}: query, key and value must have one dtype, got {q.dtype}, "
+                        f"{k.dtype}, {v.dtype}{where_am_i()}")
+    out_shape = tuple(q.shape)
+    if not (3 <= q.ndim <= 4 and 3 <= k.ndim <= 4 and v.ndim == k.ndim):
+        raise ValueError(f"{fn}: expected query (B, T, N, H) and key, value (B, S, K, H) "
+                         f"(or without B); got {q.shape}, {k.shape}, {v.shape}{where_am_i()}")
+    q, k, v = (_lead4(fn, name, t) for name, t in (("query", q), ("key", k), ("value", v)))
+    b, s, kh, h = k.shape
+    _, t, n, _ = q.shape
+    if tuple(v.shape) != tuple(k.shape) or q.shape[0] != b or q.shape[3] != h:
+        raise ValueError(f"{fn}: expected query (B, T, N, H) and key, value (B, S, K, H) with "
+                         f"one B and H; got {out_shape}, {k.shape}, {v.shape}{where_am_i()}")
+    if h == 0 or n % kh:
+        raise ValueError(f"{fn}: the head size H must be > 0 and the query heads N a multiple "
+                         f"of the key/value heads K; got H = {h}, N = {n}, K = {kh}"
+                         f"{where_am_i()}")
+    full = (b, n, t, s)
+    if bias is not None:
+        bias = _grouped(fn, "bias", _lead4(fn, "bias", _float_input(fn, bias)), full, kh)
+    if mask is not None:
+        mask = asarray(mask)
+        if not dtypes.is_bool(mask.dtype):
+            raise TypeError(f"{fn}: mask must be bool (True = attend), got {mask.dtype}; pass "
+                            f"an additive mask as bias{where_am_i()}")
+        mask = _grouped(fn, "mask", _lead4(fn, "mask", mask), full, kh)
+    q_len = _seq_lengths(fn, "query_seq_lengths", query_seq_lengths, b)
+    kv_len = _seq_lengths(fn, "key_value_seq_lengths", key_value_seq_lengths, b)
+    window = None if local_window_size is None else _window(fn, local_window_size)
+    scale = 1.0 / math.sqrt(h) if scale is None else scale
+
+    acc = dtypes.result_type(q.dtype, jnp.float32)
+    qg = jnp.reshape(q, (b, t, kh, n // kh, h)).astype(acc)
+    logits = jnp.einsum("btkgh,bskh->bkgts", qg, k.astype(acc)) * scale
+    if bias is not None:
+        logits = (logits + bias).astype(acc)
+    keep = _keep_mask(mask, is_causal, window, q_len, kv_len, t, s)
+    if keep is not None:
+        # A finite stand-in for -inf (within float32's range), as JAX's.
+        logits = jnp.where(keep, logits, -0.7 * float(np.finfo(np.float32).max))
+    probs = softmax(logits, axis=-1).astype(k.dtype)
+    out = jnp.reshape(jnp.einsum("bkgts,bskh->btkgh", probs, v), (b, t, n, h))
+    if q_len is not None:
+        valid = jnp.arange(t)[None, :] < q_len[:, None]
+        out = out * valid[:, :, None, None].astype(out.dtype)
+    out = jnp.reshape(out, out_shape)
+    if not return_residual:
+        return out
+    lse = jnp.transpose(logsumexp(logits, axis=-1), (0, 3, 1, 2)).astype(k.dtype)
+    return out, lax.stop_gradient(jnp.reshape(lse, out_shape[:-1]))
 
 
 # --- convolutions and pooling (PyTorch's torch.nn.functional names and layouts) -----------------

@@ -92,9 +92,9 @@ __all__ = [
     "UnexpectedTracerError",
     "block_until_ready",
     "checkpoint",
-    "clear_caches",
     "checkpoint_name",
     "checkpoint_policies",
+    "clear_caches",
     "config",
     "custom_gradient",
     "custom_jvp",
@@ -106,8 +106,8 @@ __all__ = [
     "device_get",
     "device_put",
     "devices",
-    "dtypes",
     "disable_jit",
+    "dtypes",
     "ensure_compile_time_eval",
     "eval_shape",
     "experimental",
@@ -141,7 +141,7 @@ __all__ = [
 
 def __getattr__(name):
     # Lazily imported subpackages keep `import nova` fast (no MLIR, no nn/optim until used).
-    if name in ("random", "nn", "optim", "scipy"):
+    if name in ("random", "nn", "optim", "scipy", "image"):
         mod = _importlib.import_module(f"nova.{name}")
         globals()[name] = mod
         return mod

@@ -7,7 +7,8 @@ the model's shape and `nova.jit` compiles a whole training step. Freezing is `pa
 `deterministic` style; nothing to switch back). Functions (relu, gelu, softmax, cross_entropy,
 scaled_dot_product_attention, dot_product_attention, ...) are re-exported here from
 `nova.nn.functional`, jax.nn's other activations (sigmoid, softplus, elu, glu, standardize, ...)
-from `nova.nn.activations`; `nova.nn.initializers` mirrors jax.nn.initializers; checkpoints
+from `nova.nn.activations`; more layers (RMSNorm, GroupNorm, BatchNorm, Conv1d,
+MultiheadAttention, Sequential, ...) from `nova.nn.layers_extra`; `nova.nn.initializers` mirrors jax.nn.initializers; checkpoints
 (`save_checkpoint`, `load_checkpoint`) are safetensors files (nova/nn/checkpoint.py).
 """
 
@@ -72,25 +73,58 @@ from nova.nn.layers import (
     LayerNorm,
     Linear,
 )
+from nova.nn.layers_extra import (
+    BatchNorm,
+    BatchNormState,
+    Bilinear,
+    Conv1d,
+    GroupNorm,
+    Identity,
+    Lambda,
+    MultiheadAttention,
+    PReLU,
+    RMSNorm,
+    Sequential,
+    batch_norm,
+    bilinear,
+    conv1d,
+    group_norm,
+    prelu,
+    rms_norm,
+)
 from nova.nn.module import Module, combine, partition, static_field
 
 __all__ = [
     "GPT2",
     "MLP",
+    "BatchNorm",
+    "BatchNormState",
+    "Bilinear",
     "Block",
     "CausalSelfAttention",
     "CheckpointError",
+    "Conv1d",
     "Conv2d",
     "Dropout",
     "Embedding",
     "GPT2Config",
+    "GroupNorm",
+    "Identity",
+    "Lambda",
     "LayerNorm",
     "Linear",
     "Module",
+    "MultiheadAttention",
+    "PReLU",
+    "RMSNorm",
+    "Sequential",
     "avg_pool2d",
+    "batch_norm",
+    "bilinear",
     "celu",
     "checkpoint_metadata",
     "combine",
+    "conv1d",
     "conv2d",
     "cross_entropy",
     "dot_product_attention",
@@ -98,6 +132,7 @@ __all__ = [
     "elu",
     "gelu",
     "glu",
+    "group_norm",
     "hard_sigmoid",
     "hard_silu",
     "hard_swish",
@@ -116,8 +151,10 @@ __all__ = [
     "mish",
     "one_hot",
     "partition",
+    "prelu",
     "relu",
     "relu6",
+    "rms_norm",
     "save_checkpoint",
     "scaled_dot_product_attention",
     "selu",

@@ -1,5 +1,7 @@
 """jax.lax functions that are compositions of Nova's primitives and nova.numpy (no primitive of
-their own): special functions (lgamma, digamma, erfc, erf_inv from nova.scipy.special), the
+their own): special functions (lgamma, digamma, erfc, erf_inv, bessel_i0e, bessel_i1e,
+betainc, igamma, igammac, igamma_grad_a, random_gamma_grad, polygamma, zeta from
+nova.scipy.special), the
 inverse trigonometric and hyperbolic functions (asin, acos, asinh, acosh, atanh from
 nova.numpy), population_count,
 is_finite, square, cbrt, select_n, dot, batch_matmul, broadcast, broadcast_shapes, collapse,
@@ -51,6 +53,93 @@ def erfc(x):
 def erf_inv(x):
     """The inverse error function (jax.lax.erf_inv; nova.scipy.special.erfinv)."""
     return _special().erfinv(x)
+
+
+def _floats(name: str, *args):
+    """args promoted to one float dtype and shape (Python scalars weakly typed), as the special
+    functions of jax.lax take them. Raises TypeError for an integer or bool array."""
+    import numpy as np
+
+    from nova.core import dtypes
+    from nova.core.array import Array
+    from nova.numpy_impl.util import promote
+
+    for k, a in enumerate(args):
+        if isinstance(a, Array | np.ndarray | np.generic) and not dtypes.is_float(a.dtype):
+            raise TypeError(f"{name}: argument {k} must be a float array, got dtype {a.dtype}")
+    return promote(name, *args, to_inexact=True)
+
+
+def bessel_i0e(x):
+    """exp(-|x|) I0(x) elementwise (jax.lax.bessel_i0e; nova.scipy.special.i0e: Cephes'
+    Chebyshev expansions). Floats only: TypeError for an integer array."""
+    return _special().i0e(*_floats("bessel_i0e", x))
+
+
+def bessel_i1e(x):
+    """exp(-|x|) I1(x) elementwise (jax.lax.bessel_i1e; nova.scipy.special.i1e). Floats only."""
+    return _special().i1e(*_floats("bessel_i1e", x))
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b) (jax.lax.betainc;
+    nova.scipy.special.betainc's continued fraction, NR 3rd ed. 6.4). Broadcasts; floats only;
+    NaN outside a, b > 0, 0 <= x <= 1."""
+    return _special().betainc(*_floats("betainc", a, b, x))
+
+
+def igamma(a, x):
+    """The regularized lower incomplete gamma function P(a, x) (jax.lax.igamma;
+    nova.scipy.special.gammainc: series / Legendre's continued fraction, NR 3rd ed. 6.2).
+    Broadcasts; floats only; NaN outside a > 0, x >= 0."""
+    return _special().gammainc(*_floats("igamma", a, x))
+
+
+def igammac(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x) (jax.lax.igammac;
+    nova.scipy.special.gammaincc, without cancellation in the tail)."""
+    return _special().gammaincc(*_floats("igammac", a, x))
+
+
+def igamma_grad_a(a, x):
+    """dP(a, x) / da elementwise (jax.lax.igamma_grad_a): forward mode through igamma's series
+    and continued fraction (their loops differentiate term by term). Broadcasts; floats only."""
+    import nova
+
+    a, x = _floats("igamma_grad_a", a, x)
+    jnp = _jnp()
+    return nova.jvp(lambda s: _special().gammainc(s, x), (a,), (jnp.ones_like(a),))[1]
+
+
+def random_gamma_grad(a, x):
+    """d sample / d alpha of a standard Gamma(alpha = a) sample x, by implicit differentiation
+    of the CDF (jax.lax.random_gamma_grad): x = P^-1(a, u) with u fixed gives
+    dx/da = -(dP/da)(a, x) / p(x; a), p(x; a) = x^(a-1) e^-x / Gamma(a) the density (the
+    reparameterization gradient of Figurnov et al. 2018, "Implicit Reparameterization
+    Gradients", eq. 7). Broadcasts; floats only; a > 0, x > 0."""
+    a, x = _floats("random_gamma_grad", a, x)
+    jnp = _jnp()
+    log_density = (a - 1.0) * jnp.log(x) - x - _special().gammaln(a)
+    return -igamma_grad_a(a, x) / jnp.exp(log_density)
+
+
+def polygamma(m, x):
+    """The m-th derivative of digamma (jax.lax.polygamma; nova.scipy.special.polygamma:
+    (-1)^(m+1) m! zeta(m + 1, x)). m is a float array as in JAX: NaN where m is negative or
+    not an integer. Broadcasts; floats only."""
+    from nova.core import dtypes
+
+    jnp = _jnp()
+    m, x = _floats("polygamma", m, x)
+    ok = (m >= 0) & (m == jnp.floor(m))
+    order = jnp.where(ok, m, jnp.zeros_like(m)).astype(dtypes.int32)
+    return jnp.where(ok, _special().polygamma(order, x), jnp.nan)
+
+
+def zeta(x, q):
+    """The Hurwitz zeta function sum_k (k + q)^-x (jax.lax.zeta; nova.scipy.special.zeta's
+    Euler-Maclaurin summation): x > 1, q > 0, NaN otherwise. Broadcasts; floats only."""
+    return _special().zeta(*_floats("zeta", x, q))
 
 
 def _elementary():

@@ -15,10 +15,71 @@ States are NamedTuples of pytrees with int32 step counts, so a whole training st
         updates, opt_state = opt.update(grads, opt_state, params)
         return nova.optim.apply_updates(params, updates), opt_state, loss
 
-The results match optax's (tests/test_optim.py checks them against optax on the same gradients).
+The modules, by what they hold: base (the interface, chain, stateless helpers), transform
+(scale, momentum, ema, Adam, weight decay, global-norm clipping), adaptive (the Adam family of
+rescalings), rms (AdaGrad, RMSProp, AdaDelta), factorized (Adafactor, SM3), layerwise (trust
+ratios, block norms and clipping, NovoGrad), elementwise (clip, sign, NaN handling, noise, Rprop,
+optimistic gradient), moments (moving averages, bias correction, safe norms), wrappers (masked,
+multi_transform, named_chain, flatten, apply_if_finite, conditional application, lookahead),
+accumulation (MultiSteps, apply_every), inject (inject_hyperparams), alias (the optimizers),
+schedule.
+
+The results match optax's (tests/test_optim.py and tests/test_optim_more.py check them against
+optax on the same gradients, eagerly and under nova.jit). optax's extra update arguments
+(GradientTransformationExtraArgs) are not supported, so neither are polyak_sgd and lbfgs.
 """
 
-from nova.optim.alias import adam, adamw, sgd
+from nova.optim.accumulation import (
+    ApplyEvery,
+    MultiSteps,
+    MultiStepsState,
+    apply_every,
+    skip_large_updates,
+    skip_not_finite,
+)
+from nova.optim.adaptive import (
+    ScaleByAdanState,
+    ScaleByAmsgradState,
+    ScaleByBeliefState,
+    ScaleByLionState,
+    scale_by_adamax,
+    scale_by_adan,
+    scale_by_amsgrad,
+    scale_by_belief,
+    scale_by_lion,
+    scale_by_radam,
+    scale_by_yogi,
+)
+from nova.optim.alias import (
+    adabelief,
+    adadelta,
+    adafactor,
+    adagrad,
+    adam,
+    adamax,
+    adamaxw,
+    adamw,
+    adan,
+    amsgrad,
+    fromage,
+    lamb,
+    lars,
+    lion,
+    nadam,
+    nadamw,
+    noisy_sgd,
+    novograd,
+    optimistic_adam_v2,
+    optimistic_gradient_descent,
+    radam,
+    rmsprop,
+    rprop,
+    sgd,
+    sign_sgd,
+    signum,
+    sm3,
+    yogi,
+)
 from nova.optim.base import (
     EmptyState,
     GradientTransformation,
@@ -26,6 +87,60 @@ from nova.optim.base import (
     chain,
     global_norm,
     identity,
+    set_to_zero,
+    stateless,
+    stateless_with_tree_map,
+)
+from nova.optim.elementwise import (
+    AddNoiseState,
+    ScaleByOptimisticGradientState,
+    ScaleByRpropState,
+    ZeroNansState,
+    add_noise,
+    clip,
+    keep_params_nonnegative,
+    scale_by_optimistic_gradient,
+    scale_by_rprop,
+    scale_by_sign,
+    zero_nans,
+)
+from nova.optim.factorized import (
+    FactoredState,
+    ScaleBySM3State,
+    scale_by_factored_rms,
+    scale_by_sm3,
+)
+from nova.optim.inject import InjectHyperparamsState, inject_hyperparams
+from nova.optim.layerwise import (
+    ScaleByNovogradState,
+    adaptive_grad_clip,
+    centralize,
+    clip_by_block_rms,
+    scale_by_novograd,
+    scale_by_param_block_norm,
+    scale_by_param_block_rms,
+    scale_by_trust_ratio,
+    unitwise_norm,
+)
+from nova.optim.moments import (
+    bias_correction,
+    safe_norm,
+    safe_root_mean_squares,
+    update_infinity_moment,
+    update_moment,
+    update_moment_per_elem_norm,
+)
+from nova.optim.rms import (
+    ScaleByAdaDeltaState,
+    ScaleByRmsState,
+    ScaleByRmsWithCountState,
+    ScaleByRssState,
+    ScaleByRStdDevState,
+    ScaleByRStdDevWithCountState,
+    scale_by_adadelta,
+    scale_by_rms,
+    scale_by_rss,
+    scale_by_stddev,
 )
 from nova.optim.schedule import (
     constant_schedule,
@@ -37,11 +152,14 @@ from nova.optim.schedule import (
 )
 from nova.optim.transform import (
     AddDecayedWeightsState,
+    EmaState,
     ScaleByAdamState,
     ScaleByScheduleState,
     TraceState,
+    WeightDecaySchedule,
     add_decayed_weights,
     clip_by_global_norm,
+    ema,
     scale,
     scale_by_adam,
     scale_by_learning_rate,
@@ -49,12 +167,55 @@ from nova.optim.transform import (
     trace,
     weight_decay_mask,
 )
+from nova.optim.wrappers import (
+    ApplyIfFiniteState,
+    ConditionallyMaskState,
+    ConditionallyTransformState,
+    LookaheadParams,
+    LookaheadState,
+    MaskedNode,
+    MaskedState,
+    MultiTransformState,
+    PartitionState,
+    apply_if_finite,
+    conditionally_mask,
+    conditionally_transform,
+    flatten,
+    lookahead,
+    masked,
+    multi_transform,
+    named_chain,
+    partition,
+)
 
 __all__ = [
-    "AddDecayedWeightsState", "EmptyState", "GradientTransformation", "ScaleByAdamState",
-    "ScaleByScheduleState", "TraceState", "adam", "adamw", "add_decayed_weights",
-    "apply_updates", "chain", "clip_by_global_norm", "constant_schedule",
-    "cosine_decay_schedule", "global_norm", "identity", "join_schedules", "linear_schedule",
-    "polynomial_schedule", "scale", "scale_by_adam", "scale_by_learning_rate",
-    "scale_by_schedule", "sgd", "trace", "warmup_cosine_decay_schedule", "weight_decay_mask",
+    "AddDecayedWeightsState", "AddNoiseState", "ApplyEvery", "ApplyIfFiniteState",
+    "ConditionallyMaskState", "ConditionallyTransformState", "EmaState", "EmptyState",
+    "FactoredState", "GradientTransformation", "InjectHyperparamsState", "LookaheadParams",
+    "LookaheadState", "MaskedNode", "MaskedState", "MultiSteps", "MultiStepsState",
+    "MultiTransformState", "PartitionState", "ScaleByAdaDeltaState", "ScaleByAdamState",
+    "ScaleByAdanState", "ScaleByAmsgradState", "ScaleByBeliefState", "ScaleByLionState",
+    "ScaleByNovogradState", "ScaleByOptimisticGradientState", "ScaleByRStdDevState",
+    "ScaleByRStdDevWithCountState", "ScaleByRmsState", "ScaleByRmsWithCountState",
+    "ScaleByRpropState", "ScaleByRssState", "ScaleBySM3State", "ScaleByScheduleState",
+    "TraceState", "WeightDecaySchedule", "ZeroNansState", "adabelief", "adadelta", "adafactor",
+    "adagrad", "adam", "adamax", "adamaxw", "adamw", "adan", "adaptive_grad_clip",
+    "add_decayed_weights", "add_noise", "amsgrad", "apply_every", "apply_if_finite",
+    "apply_updates", "bias_correction", "centralize", "chain", "clip", "clip_by_block_rms",
+    "clip_by_global_norm", "conditionally_mask", "conditionally_transform", "constant_schedule",
+    "cosine_decay_schedule", "ema", "flatten", "fromage", "global_norm", "identity",
+    "inject_hyperparams", "join_schedules", "keep_params_nonnegative", "lamb", "lars",
+    "linear_schedule", "lion", "lookahead", "masked", "multi_transform", "nadam", "nadamw",
+    "named_chain", "noisy_sgd", "novograd", "optimistic_adam_v2", "optimistic_gradient_descent",
+    "partition", "polynomial_schedule", "radam", "rmsprop", "rprop", "safe_norm",
+    "safe_root_mean_squares", "scale", "scale_by_adadelta", "scale_by_adam", "scale_by_adamax",
+    "scale_by_adan", "scale_by_amsgrad", "scale_by_belief", "scale_by_factored_rms",
+    "scale_by_learning_rate", "scale_by_lion", "scale_by_novograd", "scale_by_optimistic_gradient",
+    "scale_by_param_block_norm", "scale_by_param_block_rms", "scale_by_radam", "scale_by_rms",
+    "scale_by_rprop", "scale_by_rss", "scale_by_schedule", "scale_by_sign", "scale_by_sm3",
+    "scale_by_stddev", "scale_by_trust_ratio", "scale_by_yogi", "set_to_zero", "sgd", "sign_sgd",
+    "signum", "skip_large_updates", "skip_not_finite", "sm3", "stateless",
+    "stateless_with_tree_map", "trace", "unitwise_norm", "update_infinity_moment", "update_moment",
+    "update_moment_per_elem_norm", "warmup_cosine_decay_schedule", "weight_decay_mask", "yogi",
+    "zero_nans",
 ]

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
 import nova.numpy as jnp
-from nova.core.pytree import tree_leaves, tree_map
+from nova.core.pytree import (
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
 
 Params = Any  # a pytree of arrays
 Updates = Any  # a pytree of arrays with the structure of Params
@@ -47,6 +55,60 @@ def identity() -> GradientTransformation:
         return updates, state
 
     return GradientTransformation(init, update)
+
+
+def set_to_zero() -> GradientTransformation:
+    """The transformation whose updates are zeros shaped like its input (optax.set_to_zero):
+    with `masked` or `multi_transform` it freezes part of the parameters. Stateless."""
+
+    def init(params):
+        del params
+        return EmptyState()
+
+    def update(updates, state, params=None):
+        del params
+        return tree_map(lambda g: jnp.zeros_like(jnp.asarray(g)), updates), state
+
+    return GradientTransformation(init, update)
+
+
+def stateless(f: Callable[[Updates, Params | None], Updates]) -> GradientTransformation:
+    """A stateless transformation from `f(updates, params) -> updates` (optax.stateless); params
+    is None when update is called without them. The state is EmptyState().
+
+    Raises:
+      TypeError: f is not callable.
+    """
+    if not callable(f):
+        raise TypeError(f"stateless: f must be callable, got {type(f).__name__}")
+
+    def init(params):
+        del params
+        return EmptyState()
+
+    def update(updates, state, params=None):
+        del state
+        return f(updates, params), EmptyState()
+
+    return GradientTransformation(init, update)
+
+
+def stateless_with_tree_map(f: Callable[[Any, Any], Any]) -> GradientTransformation:
+    """A stateless transformation applying `f(update_leaf, param_leaf) -> update_leaf` to every
+    leaf (optax.stateless_with_tree_map); param_leaf is None when update gets no params.
+
+    Raises:
+      TypeError: f is not callable.
+    """
+    if not callable(f):
+        raise TypeError(f"stateless_with_tree_map: f must be callable, got {type(f).__name__}")
+
+    def update_fn(updates, params):
+        if params is None:
+            return tree_map(lambda u: f(u, None), updates)
+        return tree_map(f, updates, params)
+
+    return stateless(update_fn)
 
 
 def chain(*transforms: GradientTransformation) -> GradientTransformation:
@@ -136,8 +198,6 @@ def check_like_state(fn: str, updates, state_tree, what: str) -> None:
     """Raises ValueError when `updates` (gradients) and a params-shaped part of an optimizer state
     (`what`, e.g. "mu") differ in structure or in a leaf's shape, naming the leaf's position and
     both shapes (they would otherwise fail inside an add with an unrelated message)."""
-    from nova.core.pytree import tree_flatten
-
     g_leaves, g_def = tree_flatten(updates)
     s_leaves, s_def = tree_flatten(state_tree)
     if g_def != s_def:
@@ -156,15 +216,39 @@ def check_bool(name: str, fn: str, value) -> bool:
     return bool(value)
 
 
-def check_float(name: str, fn: str, value, *, lo=None, hi=None, hi_open=False) -> float:
+# Set while inject_hyperparams builds its inner transformation: hyperparameters read from the
+# optimizer state are traced under jit (or under grad, for meta-gradients), and are then taken
+# as they are instead of being turned into Python floats.
+_TRACED_HYPERPARAMETERS = contextvars.ContextVar("nova_optim_traced_hyperparameters",
+                                                 default=False)
+
+
+@contextlib.contextmanager
+def traced_hyperparameters():
+    """Within this context `check_float` passes a traced 0-d hyperparameter through unchecked
+    (inject_hyperparams builds its inner transformation here)."""
+    token = _TRACED_HYPERPARAMETERS.set(True)
+    try:
+        yield
+    finally:
+        _TRACED_HYPERPARAMETERS.reset(token)
+
+
+def check_float(name: str, fn: str, value, *, lo=None, hi=None, hi_open=False):
     """Validates a scalar hyperparameter: a real number (Python, NumPy scalar, 0-d NumPy array
     or 0-d concrete nova Array, as optax takes jax arrays) in [lo, hi] (or [lo, hi) with
-    hi_open). A traced value (inside jit) raises TypeError saying to pass it concrete or as a
-    schedule."""
+    hi_open), returned as a Python float. A traced value (inside jit) raises TypeError saying to
+    pass it concrete or as a schedule, except within `traced_hyperparameters()`, where a 0-d
+    traced number is returned unchanged (its range cannot be checked)."""
     from nova.core.array import Array
     from nova.core.trace import Tracer
 
     if isinstance(value, Tracer):
+        if _TRACED_HYPERPARAMETERS.get():
+            if value.ndim != 0 or np.dtype(value.dtype).kind not in "iuf":
+                raise TypeError(f"{fn}: {name} must be a real scalar, got a traced array of "
+                                f"shape {tuple(value.shape)} and dtype {value.dtype}")
+            return value
         raise TypeError(f"{fn}: {name} is a traced value; hyperparameters are fixed when the "
                         "optimizer is built: pass a number, or a schedule (a function of the step "
                         "count) for one that changes")
@@ -184,3 +268,107 @@ def check_float(name: str, fn: str, value, *, lo=None, hi=None, hi_open=False) -
         high = f"{hi}{')' if hi_open else ']'}" if hi is not None else "inf)"
         raise ValueError(f"{fn}: {name} must be in {low}, {high}, got {value!r}")
     return v
+
+
+def check_int(name: str, fn: str, value, *, lo: int | None = None) -> int:
+    """Validates a static integer argument (a Python or NumPy int, not a bool) >= lo."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if lo is not None and value < lo:
+        raise ValueError(f"{fn}: {name} must be >= {lo}, got {value}")
+    return int(value)
+
+
+def check_transformation(name: str, fn: str, value) -> GradientTransformation:
+    """Validates an argument that must be a GradientTransformation (or optax-like init/update
+    pair with the same two fields)."""
+    if not isinstance(value, GradientTransformation):
+        raise TypeError(f"{fn}: {name} must be a GradientTransformation, got "
+                        f"{type(value).__name__}")
+    return value
+
+
+def _mask_leaf(m, fn: str) -> bool:
+    if isinstance(m, np.ndarray) and m.shape == () and m.dtype == np.bool_:
+        m = m[()]  # a 0-d NumPy bool (np.array(True)), as optax takes
+    if isinstance(m, bool | np.bool_):
+        return bool(m)
+    raise TypeError(
+        f"{fn}: mask leaves must be Python bools (the mask is static, not traced), got "
+        f"{type(m).__name__}"
+    )
+
+
+def resolve_mask(mask, tree, fn: str):
+    """The mask for `tree` as a pytree of Python bools with tree's structure.
+
+    mask: a pytree of bools with the structure of `tree` or a prefix of it (a bool standing
+    for a whole subtree, as optax's masks), or a callable tree -> such a pytree.
+
+    Raises:
+      ValueError: the mask is not a prefix of tree's structure.
+      TypeError: a mask leaf is not a bool.
+    """
+    mask_tree = mask(tree) if callable(mask) else mask
+
+    def expand(prefix, full):
+        p_kids, p_def = tree_flatten(prefix, is_leaf=lambda y: y is not prefix)
+        if p_def.kind == "leaf":
+            b = _mask_leaf(prefix, fn)
+            return tree_map(lambda _: b, full)
+        f_kids, f_def = tree_flatten(full, is_leaf=lambda y: y is not full)
+        if f_def != p_def:
+            raise ValueError(
+                f"{fn}: the mask's structure {tree_structure(mask_tree)} differs from the "
+                f"parameters' {tree_structure(tree)} (it must be their structure or a prefix "
+                "of it)"
+            )
+        return tree_unflatten(p_def, [expand(p, f) for p, f in zip(p_kids, f_kids, strict=True)])
+
+    return expand(mask_tree, tree)
+
+
+def highest_dtype(tree, default=np.float32) -> np.dtype:
+    """The dtype every float leaf of `tree` promotes to (float32 for a tree without float
+    leaves), as optax.tree.dtype(tree, "highest") for float trees."""
+    out = None
+    for x in tree_leaves(tree):
+        dt = np.dtype(jnp.asarray(x).dtype)
+        if dt.kind == "f" or dt.name == "bfloat16":
+            out = dt if out is None else np.dtype(jnp.promote_types(out, dt))
+    return np.dtype(default) if out is None else out
+
+
+def check_float_dtype(name: str, fn: str, dtype):
+    """Validates an optional accumulator dtype: None (keep the parameters' dtypes) or a float
+    dtype; returned as a NumPy dtype or None."""
+    if dtype is None:
+        return None
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{fn}: {name} must be a dtype or None, got {dtype!r}") from None
+    if dt.kind != "f" and dt.name != "bfloat16":
+        raise ValueError(f"{fn}: {name} must be a float dtype, got {dt}")
+    return dt
+
+
+def require_params(fn: str, params) -> None:
+    """Raises ValueError when a transformation that reads the parameters got none."""
+    if params is None:
+        raise ValueError(f"{fn}: update needs params (call update(updates, state, params))")
+
+
+def zeros_like_tree(params, dtype=None):
+    """Zeros shaped like every leaf of params (in `dtype` when given, else each leaf's)."""
+    return tree_map(lambda p: jnp.zeros_like(jnp.asarray(p), dtype=dtype), params)
+
+
+def full_like_tree(params, value):
+    """`value` shaped like every leaf of params, in each leaf's dtype."""
+    return tree_map(lambda p: jnp.full_like(jnp.asarray(p), value), params)
+
+
+def cast_tree(tree, dtype):
+    """tree with every leaf cast to dtype; tree itself for dtype None."""
+    return tree if dtype is None else tree_map(lambda t: t.astype(dtype), tree)

@@ -145,7 +145,8 @@ DIFF_CASES = [c for c in CASES if PRIMS[c[0]].differentiable and _has_float_inpu
 
 def test_every_differentiable_primitive_has_a_float_example():
     covered = {n for n, _ in DIFF_CASES}
-    missing = [n for n, p in PRIMS.items() if p.differentiable and n not in covered]
+    missing = [n for n, p in PRIMS.items() if p.differentiable and n not in covered
+               and n not in _RAISING_RULES]
     assert not missing, f"no float example to check the derivatives of: {missing}"
 
 

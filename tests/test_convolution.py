@@ -125,6 +125,22 @@ def test_layouts_lax_conv_and_vmap():
     assert f32.dtype == np.float64 and f32.shape == (2, 4, 4, 4)
 
 
+def test_string_layouts_take_the_spatial_order_from_the_kernel():
+    # JAX pairs window_strides, padding and dilations with the kernel's spatial axes in the
+    # kernel layout's order, whatever order the input layout names them in.
+    x = RNG.standard_normal((2, 7, 9, 3))  # N W H C
+    w = RNG.standard_normal((3, 2, 3, 4))  # H W I O
+    args = dict(window_strides=(1, 2), padding=[(1, 0), (0, 2)], lhs_dilation=(2, 1),
+                rhs_dilation=(1, 2))
+    got = lax.conv_general_dilated(x, w, dimension_numbers=("NWHC", "HWIO", "NHWC"), **args)
+    want = lax.conv_general_dilated(x.transpose(0, 3, 2, 1), w.transpose(3, 2, 0, 1), **args)
+    assert got.shape == (2, 16, 4, 4)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want).transpose(0, 2, 3, 1),
+                               rtol=1e-12, atol=1e-12)
+    assert lax.conv_dimension_numbers(x.shape, w.shape, ("NWHC", "HWIO", "NHWC")) == (
+        (0, 3, 2, 1), (3, 2, 0, 1), (0, 3, 1, 2))
+
+
 def test_reduce_window_pooling():
     x = RNG.standard_normal((2, 7, 6, 3))
     got = lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")

@@ -55,7 +55,7 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
         for name, s in (("lhs", lhs), ("rhs", rhs), ("out", out)):
             if len(s) != nd or len(set(s)) != nd:
                 raise ValueError(f"conv: the {name} layout {s!r} must name {nd} distinct axes")
-        spatial = [c for c in lhs if c not in "NC"]
+        spatial = [c for c in rhs if c not in "OI"]  # JAX orders spatial axes as the kernel does
         if "N" not in lhs or "C" not in lhs or "O" not in rhs or "I" not in rhs \
                 or "N" not in out or "C" not in out:
             raise ValueError(f"conv: layouts {dimension_numbers} need N and C in lhs and out, "

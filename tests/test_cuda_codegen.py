@@ -45,6 +45,13 @@ def _scatter_rows(op, upd, mode):
     return scatter(op, jnp.asarray(rows), upd, axes=(0,), mode=mode)
 
 
+def _bit_tricks(x):
+    # sign-bit clearing through an int32 view, and round's away-from-zero ties (lax)
+    bits = nova.lax.bitcast_convert_type(x, np.int32)
+    mag = nova.lax.bitwise_and(bits, nova.lax.full_like(bits, 0x7FFFFFFF))
+    return nova.lax.bitcast_convert_type(mag, np.float32) + nova.lax.round(x * 2.5)
+
+
 def _narrow_ints(x, y):
     z = x * 3 + y - (x >> 1) + x // (y | 1)
     return z, z.astype(np.float32) * 0.5, jnp.sum(z, axis=1), jnp.max(x, axis=1)
@@ -56,6 +63,7 @@ def _narrow_ints(x, y):
 CASES = [
     ("gelu_bias", lambda x, b: F.gelu(x + b, approximate=True), [S((64, 256), f32), S((256,), f32)]),
     ("odd_elementwise", lambda x: jnp.exp(x) * 2.0 - x, [S((7, 13), f32)]),
+    ("bitcast_round", _bit_tricks, [S((8, 70), f32)]),
     ("narrow_ints", _narrow_ints, [S((8, 70), np.int8), S((8, 70), np.int8)]),
     ("narrow_ints16", _narrow_ints, [S((8, 70), np.uint16), S((8, 70), np.uint16)]),
     ("bf16_cast", lambda x: (x.astype(bf16) * 3).astype(f32), [S((32, 64), f32)]),

@@ -82,6 +82,7 @@ class _NumpyBuilder:
                                                   else "shift_right_logical"].impl(
                 np.asarray(a), np.asarray(b)),
             "cast": lambda x, d: x.astype(d),
+            "bitcast": lambda x, d: np.ascontiguousarray(x).view(d),
             "cmp": lambda pred, a, b: getattr(np, {"eq": "equal", "ne": "not_equal", "lt": "less",
                                                    "le": "less_equal", "gt": "greater",
                                                    "ge": "greater_equal"}[pred])(a, b),

@@ -220,7 +220,7 @@ def rint(x, /):
     """x rounded to the nearest integer, halves to even, elementwise (numpy.rint); integer
     inputs are returned unchanged."""
     (a,) = promote("rint", x)
-    return lax.round(a) if dtypes.is_float(a.dtype) else a
+    return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN) if dtypes.is_float(a.dtype) else a
 
 
 def signbit(x, /):
@@ -499,7 +499,7 @@ def log10(x, /):
     a = _float("log10", x)
     r = lax.mul(lax.log(a), _full(a, 1 / math.log(10)))
     # log(10**k) / ln 10 can miss k by an ulp; snap to k where 10**k reproduces x exactly
-    k = lax.round(r)
+    k = lax.round(r, lax.RoundingMethod.TO_NEAREST_EVEN)
     # (normal x only: a subnormal 10**k rounds, so 1e-323 would pass as exact)
     normal = lax.ge(a, _full(a, float(np.finfo(np.dtype(a.dtype)).tiny)))
     exact = lax.bitwise_and(lax.bitwise_and(lax.eq(lax.pow(_full(a, 10.0), k), a),

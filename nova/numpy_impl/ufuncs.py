@@ -166,9 +166,9 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
     if not dtypes.is_float(a.dtype):
         return a
     if decimals == 0:
-        return lax.round(a)
+        return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
     scale = lax.full(a.shape, 10.0**decimals, a.dtype)
-    return lax.div(lax.round(lax.mul(a, scale)), scale)
+    return lax.div(lax.round(lax.mul(a, scale), lax.RoundingMethod.TO_NEAREST_EVEN), scale)
 
 
 around = round

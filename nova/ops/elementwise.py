@@ -469,6 +469,28 @@ convert_element_type_p = Primitive(
     param_types={"new_dtype": lambda d: dtypes.canonicalize(d, arg_name="new_dtype")},
 )
 
+def _bitcast_rule(x, *, new_dtype):
+    new = dtypes.canonicalize(new_dtype, arg_name="new_dtype")
+    if np.dtype(x.dtype).itemsize != new.itemsize or dtypes.bool_ in (np.dtype(x.dtype), new):
+        raise TypeError(f"bitcast_convert_type_p reinterprets between non-bool dtypes of one "
+                        f"width, got {x.dtype} to {new}")
+    return TensorType(x.shape, new)
+
+
+# Same-width reinterpretation of the bits (arith.bitcast); lax.bitcast_convert_type builds the
+# width-changing forms from it with shifts.
+bitcast_convert_type_p = Primitive(
+    "bitcast_convert_type",
+    shape_rule=_bitcast_rule,
+    impl=lambda x, *, new_dtype: np.ascontiguousarray(x).view(np.dtype(new_dtype)),
+    vjp=lambda ct, x, *, out, new_dtype: (None,),
+    jvp=lambda tangents, x, *, out, new_dtype: zeros_like(out),
+    fusion=FusionKind.ELEMENTWISE,
+    kernel=Elementwise(lambda b, x, *, new_dtype: b.bitcast(x, new_dtype)),
+    param_types={"new_dtype": lambda d: dtypes.canonicalize(d, arg_name="new_dtype")},
+    differentiable=False,
+)
+
 # --- thin bind wrappers (the lax-level API used by rules and nova.numpy) ------------------------
 
 neg = neg_p.bind

@@ -1,5 +1,9 @@
 """The lax-level API: thin functions that bind primitives (used by nova.numpy and by VJP rules)."""
 
+import enum
+
+import numpy as np
+
 from nova.ops.composite import (  # noqa: F401
     acos,
     acosh,
@@ -60,7 +64,8 @@ from nova.ops.dynamic import (  # noqa: F401
     top_k,
 )
 from nova.ops.elementwise import *
-from nova.ops.elementwise import abs, max, min, pow, round  # noqa: F401
+from nova.ops.elementwise import abs, max, min, pow  # noqa: F401
+from nova.ops.elementwise import round as _round_half_even
 from nova.ops.elementwise import stop_gradient_p as _stop_gradient_p
 from nova.ops.indexing import clamp_indices, gather, in_bounds  # noqa: F401
 from nova.ops.lax_extras import (  # noqa: F401
@@ -145,6 +150,90 @@ def stop_gradient(x):
         return _stop_gradient_p.bind(a)
 
     return tree_map(one, x)
+
+
+class RoundingMethod(enum.IntEnum):
+    """How `round` breaks ties, as jax.lax.RoundingMethod: AWAY_FROM_ZERO (C's round, JAX's
+    default) or TO_NEAREST_EVEN (IEEE 754's roundTiesToEven, NumPy's np.round)."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 - lax's name
+    """Round a floating array to integral values, elementwise, as jax.lax.round.
+
+    x: a float Array of any shape; the result has its shape and dtype (gradient zero).
+    rounding_method: a RoundingMethod (or its int value): AWAY_FROM_ZERO (default, 2.5 -> 3.0,
+    -2.5 -> -3.0) or TO_NEAREST_EVEN (2.5 -> 2.0, as nova.numpy.round).
+    Raises TypeError for an integer or bool x, ValueError for an unknown rounding_method.
+    """
+    try:
+        method = RoundingMethod(int(rounding_method))
+    except (TypeError, ValueError):
+        raise ValueError(f"lax.round: rounding_method must be a RoundingMethod, got "
+                         f"{rounding_method!r}") from None
+    if method is RoundingMethod.TO_NEAREST_EVEN:
+        return _round_half_even(x)
+    from nova.numpy_impl.util import asarray as _asarray
+
+    x = _asarray(x)
+    if x.dtype.kind != "f" and x.dtype.name not in ("bfloat16", "float16"):
+        raise TypeError(f"lax.round needs a floating-point operand, got {x.dtype} of shape "
+                        f"{tuple(x.shape)}")
+    a = abs(x)
+    f = floor(a)  # a - f is exact, so a tie is seen exactly (a + 0.5 would round first)
+    r = select(ge(sub(a, f), full_like(f, 0.5)), add(f, full_like(f, 1.0)), f)
+    zero = full_like(x, 0.0)
+    return select(eq(x, zero), x, select(lt(x, zero), neg(r), r))  # x == 0 keeps its sign
+
+
+_UINT_OF_WIDTH = {1: "uint8", 2: "uint16", 4: "uint32", 8: "int64"}  # int64: no uint64
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """Reinterpret operand's bits as new_dtype, as jax.lax.bitcast_convert_type (little-endian).
+
+    operand: an Array of any shape and any non-bool dtype; new_dtype: a non-bool dtype.
+    Same width: the result has operand's shape. Narrowing (e.g. float32 -> uint8): the result
+    gains a trailing axis of size itemsize(operand) / itemsize(new_dtype), least significant
+    part first. Widening (uint8 -> float32): operand's last axis must have that ratio as its size
+    and is consumed. The result has no gradient (zero tangents). Raises TypeError for bool
+    dtypes, ValueError when a widening operand's last axis has the wrong size.
+    """
+    from nova.core import dtypes as _dtypes
+    from nova.numpy_impl.util import asarray as _asarray
+
+    x = _asarray(operand)
+    new = _dtypes.canonicalize(new_dtype, arg_name="new_dtype")
+    src = np.dtype(x.dtype)
+    if _dtypes.bool_ in (src, new):
+        raise TypeError(f"bitcast_convert_type does not reinterpret bool, got {src} to {new}")
+    a, b = src.itemsize, new.itemsize
+    if a == b:
+        return bitcast_convert_type_p.bind(x, new_dtype=new)
+    if a > b:  # split each element into a // b parts along a new last axis
+        u = bitcast_convert_type_p.bind(x, new_dtype=_UINT_OF_WIDTH[a])
+        parts = []
+        for i in range(a // b):
+            bits = shift_right_logical(u, full_like(u, 8 * b * i)) if i else u
+            part = convert_element_type(bits, _UINT_OF_WIDTH[b])  # keeps the low bits
+            part = bitcast_convert_type_p.bind(part, new_dtype=new)
+            parts.append(reshape(part, (*x.shape, 1)))
+        return concatenate(parts, x.ndim)
+    k = b // a
+    if x.ndim == 0 or x.shape[-1] != k:
+        raise ValueError(f"bitcast_convert_type from {src} to {new} needs a last axis of size "
+                         f"{k}, got an operand of shape {tuple(x.shape)}")
+    wide = _UINT_OF_WIDTH[b]
+    acc = None
+    for i in range(k):
+        piece = reshape(slice_in_dim(x, i, i + 1, axis=x.ndim - 1), x.shape[:-1])
+        piece = convert_element_type(  # zero-extends: the source is unsigned
+            bitcast_convert_type_p.bind(piece, new_dtype=_UINT_OF_WIDTH[a]), wide)
+        piece = shift_left(piece, full_like(piece, 8 * a * i)) if i else piece
+        acc = piece if acc is None else bitwise_or(acc, piece)
+    return bitcast_convert_type_p.bind(acc, new_dtype=new)
 
 
 _CONTROL_FLOW = ("cond", "fori_loop", "map", "scan", "switch", "while_loop")

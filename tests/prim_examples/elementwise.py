@@ -99,6 +99,12 @@ EXAMPLES = {
                      {"new_dtype": np.dtype(np.float64)}),
         lambda rng: ([rng.standard_normal((3, 4)) * 5], {"new_dtype": np.dtype(np.int32)}),
     ],
+    "bitcast_convert_type": [
+        lambda rng: ([rng.standard_normal((3, 4)).astype(np.float32)],
+                     {"new_dtype": np.dtype(np.int32)}),
+        lambda rng: ([rng.integers(0, 1 << 15, (3, 4)).astype(np.int16)],
+                     {"new_dtype": np.dtype(np.float16)}),
+    ],
     "constant": [lambda rng: ([], {"value": rng.standard_normal((2, 3))})],
     "copy": [_u((3, 4))],
     "optimization_barrier": [

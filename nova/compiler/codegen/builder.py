@@ -656,6 +656,15 @@ class Builder:
         ones = self.const(True if a.elem == "i1" else -1, a.dtype, a.width)
         return self._int_op("arith.xori", a, ones)
 
+    def bitcast(self, x, dtype):
+        """Reinterpret x's bits as dtype of the same width (bf16 is carried as i16 already)."""
+        dtype = np.dtype(dtype)
+        dst = elem_type(dtype)
+        if dst == x.elem:
+            return Value(x.name, dtype, x.width)
+        t = f"vector<{x.width}x{dst}>" if x.width else dst
+        return self.op(f"arith.bitcast {x.name} : {x.type} to {t}", dtype, x.width)
+
     def cast(self, x, dtype):
         dtype = np.dtype(dtype)
         if x.dtype == dtype:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from nova.collectives import _FRAMES, _REPLAYING, COLLECTIVES, AxisFrame, own_rule
 from nova.core.ir import TensorType
 from nova.core.primitive import broadcast_batched
 from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
@@ -85,7 +86,8 @@ def _as_array(x, name: str):
         f"arrays (in_axes=None leaves other values as they are){_where()}"))
 
 
-def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Callable:
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
+         axis_name=None, spmd_axis_name=None) -> Callable:
     """Maps `fun` over an axis of its arguments: `vmap(f)(xs)[i] == f(xs[i])`, as `jax.vmap`.
 
     in_axes: the mapped axis of each positional argument: an int (negative counts from the
@@ -94,7 +96,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
     axis per leaf. Keyword arguments are mapped along axis 0. out_axes: where the mapped axis
     goes in each output (an int, or a pytree prefix of the output; None: the output must not
     depend on the mapped arguments, and is returned once). axis_size: the batch size, needed
-    only when no argument is mapped.
+    only when no argument is mapped. axis_name: a hashable name (usually a str) that binds the
+    mapped axis for the collectives inside fun (`nova.lax.psum`, `pmean`, `all_gather`,
+    `axis_index`, ...; nova/collectives.py). spmd_axis_name is accepted for JAX's signature
+    and ignored (Nova has one device).
 
     Shapes: a mapped leaf of shape (..., B, ...) (B at its axis) is seen by fun as the shape
     without that axis; fun's outputs of shape S come back as S with B inserted at out_axes.
@@ -150,15 +155,48 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
             raise ValueError(f"vmap({fname}): no argument is mapped (every in_axes entry is "
                              f"None) and axis_size is not given{_where()}")
         size = found.pop()
-        return _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname)
+        return _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname,
+                    axis_name)
 
     batched.__name__ = f"vmap({fname})"
     batched.__wrapped__ = fun
     return batched
 
 
-def _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname):
+def _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname, axis_name=None):
     inner = Trace(concrete=False, kind="vmap")
+    frame = AxisFrame(axis_name, size, inner)
+    if axis_name is not None:
+        _FRAMES.append(frame)
+    try:
+        program, inner, out, out_leaves, out_tree = _trace(fun, inner, args, kwargs, axes,
+                                                           arrays, kw_td)
+    finally:
+        if axis_name is not None:
+            _FRAMES.remove(frame)
+    out_specs = _axes_of(out_axes, out, "out_axes") if out_leaves else []
+    # The Program's inputs: one per mapped leaf (first), the captured outer values (unmapped)
+    # and axis_index's input, whose batch is iota.
+    env = {}
+    captured = {id(v): outer for outer, v in inner.captures}
+    mapped = iter(x for x, ax in zip(arrays, axes, strict=True) if ax is not None)
+    for v in program.inputs:
+        if id(v) in captured:
+            env[id(v)] = (captured[id(v)], False)
+        elif id(v) in frame.index_vars:
+            env[id(v)] = (lax.iota(np.int32, size), True)
+        else:
+            env[id(v)] = (next(mapped), True)
+    _REPLAYING.append(axis_name)
+    try:
+        _replay(program, env, size)
+    finally:
+        _REPLAYING.pop()
+    return _outputs(program, env, out_specs, out_tree, size, fname)
+
+
+def _trace(fun, inner, args, kwargs, axes, arrays, kw_td):
+    """Traces fun on one example (the mapped axes removed) into a Program of its own."""
     with trace_context(inner):
         leaves = []
         for x, ax in zip(arrays, axes, strict=True):
@@ -178,15 +216,11 @@ def _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname):
         out_tr = [inner.lift(o) for o in out_leaves]
         program = inner.to_program(out_tr, keep_custom_rules=True)
     end_trace(inner)
-    out_specs = _axes_of(out_axes, out, "out_axes") if out_leaves else []
-    # The Program's inputs: one per mapped leaf, then the captured outer values (unmapped).
-    env = {}
-    mapped = iter(x for x, ax in zip(arrays, axes, strict=True) if ax is not None)
-    for v in program.inputs[:len(program.inputs) - len(inner.captures)]:
-        env[id(v)] = (next(mapped), True)
-    for outer, v in inner.captures:
-        env[id(v)] = (outer, False)
-    _replay(program, env, size)
+    return program, inner, out, out_leaves, out_tree
+
+
+def _outputs(program, env, out_specs, out_tree, size, fname):
+    """fun's results: each Program output's value with its batch axis moved to out_axes."""
     results = []
     for v, ax in zip(program.outputs, out_specs, strict=True):
         val, is_mapped = env[id(v)]
@@ -205,13 +239,18 @@ def _run(fun, args, kwargs, specs, axes, arrays, kw_td, size, out_axes, fname):
 
 def _replay(program, env: dict, size: int) -> None:
     """Binds `program`'s equations in the current context, mapped where an input is:
-    env maps id(var) -> (value, mapped along its first axis)."""
+    env maps id(var) -> (value, mapped along its first axis). A collective over the axis of
+    the vmap replaying now (`_REPLAYING`'s last; control-flow rules replay their bodies inside
+    it) becomes ops over the batch axis."""
+    own = _REPLAYING[-1]
     for e in program.eqns:
         ins = [env[id(v)] for v in e.inputs]
         vals = [v for v, _ in ins]
         flags = [m for _, m in ins]
         with attributed_to(e.source):
-            if e.prim.name in CUSTOM_CALLS:
+            if own is not None and e.prim.name in COLLECTIVES and e.params["axis_name"] == own:
+                outs, mapped = own_rule(e, vals[0], flags[0], size)
+            elif e.prim.name in CUSTOM_CALLS:
                 outs = _custom_call(e, vals, flags, size)
                 mapped = any(flags)
             elif not any(flags):

@@ -45,6 +45,7 @@ from nova.core.trace import (
     trace_context,
 )
 from nova.ops.callback import CALLBACKS, holds_callbacks
+from nova.collectives import bound_axes
 from nova.runtime.devices import Device, GPUArray
 from nova.runtime.executable import populating_arenas
 
@@ -795,6 +796,10 @@ class JitFunction:
                                     (args, kwargs))
             return self._f(*args, **kwargs)
         trace = current_trace()
+        if trace is not None and bound_axes():
+            # inside vmap(axis_name=...): a Program traced before holds another axis's size
+            # and axis_index input, so the function is traced again into the current trace
+            return self._f(*args, **kwargs)
         leaves, sig = self._flatten_args(args, kwargs)
         if trace is not None:
             return self._inline(trace, sig, leaves, args, kwargs)

@@ -124,6 +124,7 @@ class Primitive:
         registered: bool = True,
         batch: Callable | None = None,
         effectful: bool = False,
+        axis_varying: bool = False,
     ):
         self.name = name
         self.shape_rule = shape_rule
@@ -146,6 +147,10 @@ class Primitive:
         # True for a call made for its effect (io_callback, debug.print): kept by dead-code
         # elimination although no result is read, never merged by cse (nova/ops/callback.py).
         self.effectful = effectful
+        # True for a collective whose result differs between the members of a vmap axis even
+        # for a replicated operand (ppermute; nova/collectives.py): never evaluated as a known
+        # value while vmap traces.
+        self.axis_varying = axis_varying
         # False for a transform's marker that only lives in traces (`custom_vjp_call`, removed
         # when a trace becomes a Program): the registry lists what Programs may hold.
         if registered:

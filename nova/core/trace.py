@@ -279,7 +279,8 @@ class Trace:
             self.custom_calls += 1
             n_args = params["n_args"]
             vals = [t._val for t in ins[n_args:n_args + len(outs)]]
-        elif self.known_values and all(type(t._val) is np.ndarray for t in ins):
+        elif self.known_values and not prim.axis_varying and \
+                all(type(t._val) is np.ndarray for t in ins):
             vals = evaluate(prim, [t._val for t in ins], params, out_types)
         elif self.concrete:
             if self.device is None:

@@ -237,6 +237,8 @@ def bitcast_convert_type(operand, new_dtype):
 
 
 _CONTROL_FLOW = ("cond", "fori_loop", "map", "scan", "switch", "while_loop")
+_COLLECTIVES = ("all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin",
+                "ppermute", "pshuffle", "psum", "psum_scatter")
 
 
 def __getattr__(name):
@@ -251,4 +253,8 @@ def __getattr__(name):
         import nova.control_flow as _cf
 
         return getattr(_cf, name)
+    if name in _COLLECTIVES:  # nova/collectives.py, with vmap's named axes
+        import nova.collectives as _coll
+
+        return getattr(_coll, name)
     raise AttributeError(f"module 'nova.lax' has no attribute {name!r}")

@@ -119,7 +119,7 @@ def _permuted(xp, xs, perm):
     """ppermute on the batch xs: member d receives member s's value for (s, d) in perm,
     zeros where no pair names d."""
     n = xs.shape[0]
-    src = dict((d, s) for s, d in perm)
+    src = {d: s for s, d in perm}
     parts = [xs[src[d]] if d in src else xp.zeros_like(xs[0]) for d in range(n)]
     return xp.stack(parts, axis=0)
 

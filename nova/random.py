@@ -22,6 +22,14 @@ Deliberate differences from JAX:
   values to a few ulps (in erf space, for truncated_normal's ill-conditioned tails), not bit for
   bit;
 - `randint` samples int32, uint32 and uint8 (int64 would need 64-bit unsigned arithmetic).
+
+More distributions, with jax.random's signatures (nova/random_gamma.py, random_discrete.py,
+random_distributions.py; each module's docstring says which match JAX's numbers and which only
+its distribution): gamma, loggamma, beta, dirichlet, chisquare, f, t (Marsaglia-Tsang, gamma
+differentiable in `a`); poisson, binomial, multinomial, geometric, rademacher; cauchy, laplace,
+logistic, lognormal, pareto, rayleigh, maxwell, double_sided_maxwell, weibull_min, wald,
+triangular, generalized_normal, ball, multivariate_normal, orthogonal; and the key utilities
+clone, key_impl, wrap_key_data.
 """
 
 from __future__ import annotations
@@ -54,6 +62,37 @@ __all__ = [
     "split",
     "truncated_normal",
     "uniform",
+    # nova/random_gamma.py, random_discrete.py, random_distributions.py:
+    "ball",
+    "beta",
+    "binomial",
+    "cauchy",
+    "chisquare",
+    "clone",
+    "dirichlet",
+    "double_sided_maxwell",
+    "f",
+    "gamma",
+    "generalized_normal",
+    "geometric",
+    "key_impl",
+    "laplace",
+    "loggamma",
+    "logistic",
+    "lognormal",
+    "maxwell",
+    "multinomial",
+    "multivariate_normal",
+    "orthogonal",
+    "pareto",
+    "poisson",
+    "rademacher",
+    "rayleigh",
+    "t",
+    "triangular",
+    "wald",
+    "weibull_min",
+    "wrap_key_data",
 ]
 
 _U32 = dtypes.uint32
@@ -678,3 +717,35 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode="low") -> A
     ind = _top_k_indices(last, draws)  # batch + (draws,)
     ind = lax.transpose(ind, [ind.ndim - 1] + list(range(ind.ndim - 1)))
     return lax.reshape(ind, shape)
+
+
+# The other distributions live in their own modules, which build on the samplers above (so they
+# are imported last).
+from nova.random_gamma import beta, chisquare, dirichlet, f, gamma, loggamma, t  # noqa: E402
+from nova.random_discrete import (  # noqa: E402
+    binomial,
+    geometric,
+    multinomial,
+    poisson,
+    rademacher,
+)
+from nova.random_distributions import (  # noqa: E402
+    ball,
+    cauchy,
+    clone,
+    double_sided_maxwell,
+    generalized_normal,
+    key_impl,
+    laplace,
+    logistic,
+    lognormal,
+    maxwell,
+    multivariate_normal,
+    orthogonal,
+    pareto,
+    rayleigh,
+    triangular,
+    wald,
+    weibull_min,
+    wrap_key_data,
+)

@@ -1,6 +1,11 @@
 """nova.scipy.linalg: scipy.linalg's decompositions and solvers over Nova's own loops
 (nova/numpy_impl/decompositions.py): solve_triangular, cho_factor / cho_solve, lu, lu_factor /
-lu_solve, cholesky (upper by default, as SciPy's), qr, eigh, svd, solve, inv, det, pinv."""
+lu_solve, cholesky (upper by default, as SciPy's), qr, qr_multiply, eigh, eigh_tridiagonal,
+hessenberg, svd, solve, inv, det, pinv; the matrix functions of linalg_functions.py (expm,
+expm_frechet, sqrtm, polar, solve_sylvester) and the special matrices of linalg_special.py.
+
+Not provided (they need complex dtypes or a real Schur form, which Nova lacks): schur,
+rsf2csf, dft, funm."""
 
 from __future__ import annotations
 
@@ -16,8 +21,35 @@ from nova.numpy_impl.decompositions import (  # noqa: F401
     pinv,
     solve_triangular,
 )
+from nova.scipy import linalg_functions as _functions
+from nova.scipy import linalg_special as _special
+from nova.scipy.linalg_functions import (  # noqa: F401
+    expm,
+    expm_frechet,
+    polar,
+    solve_sylvester,
+    sqrtm,
+)
+from nova.scipy.linalg_special import (  # noqa: F401
+    block_diag,
+    circulant,
+    companion,
+    convolution_matrix,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    hankel,
+    helmert,
+    hilbert,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+    toeplitz,
+)
 
-__all__ = list(_d.SCIPY_LINALG)
+__all__ = sorted([*_d.SCIPY_LINALG, "eigh_tridiagonal", "hessenberg", "qr_multiply",
+                  *_functions.__all__, *_special.__all__])
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
@@ -75,3 +107,115 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         c = _d._cholesky_from_triangle(a, True)
         return cho_solve((c, True), b)
     return _d.solve(a, b)
+
+
+def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
+                overwrite_c=False):
+    """(Q @ c or c @ Q, R) from the economic QR decomposition a = Q R (scipy.linalg.qr_multiply).
+
+    a: (..., m, n) float, k = min(m, n); Q (..., m, k), R (..., k, n). mode 'left': c
+    (..., k, p) (or (k,), a column) gives Q @ c (..., m, p) (or (m,)); mode 'right': c
+    (..., p, m) (or (m,), a row) gives c @ Q (..., p, k) (or (k,)). Batch dimensions
+    broadcast. `conjugate` changes nothing for real arrays. Returns (cQ, R). Raises
+    ValueError for a bad mode, ShapeError for mismatched shapes, NotImplementedError for
+    pivoting.
+    """
+    from nova.numpy_impl.util import where_am_i
+
+    if pivoting:
+        raise NotImplementedError(f"qr_multiply: column pivoting is not supported{where_am_i()}")
+    if mode not in ("left", "right"):
+        raise ValueError(f"qr_multiply: mode must be 'left' or 'right', got {mode!r}"
+                         f"{where_am_i()}")
+    x = _d._matrix("qr_multiply", a, square=False)
+    cc = _d._as_float("qr_multiply", c, "c")
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    vector = cc.ndim == 1
+    if vector:
+        cc = cc[:, None] if mode == "left" else cc[None, :]
+    need = (k, "rows") if mode == "left" else (m, "columns")
+    have = cc.shape[-2] if mode == "left" else cc.shape[-1]
+    if have != need[0]:
+        raise _d.ShapeError(f"qr_multiply: for a of shape {x.shape} and mode {mode!r}, c must "
+                            f"have {need[0]} {need[1]}, got shape {cc.shape}{where_am_i()}")
+    q, r = _d.qr(x, "reduced")
+    out = q @ cc if mode == "left" else cc @ q
+    if vector:
+        out = out[..., :, 0] if mode == "left" else out[..., 0, :]
+    return out, r
+
+
+def _hessenberg_2d(a):
+    """(H, Q) of one (n, n) matrix by Householder reflections from the left and the right
+    (Golub & Van Loan, "Matrix Computations", 4th ed., Alg. 7.4.2)."""
+    from nova import lax
+    from nova import numpy as jnp
+
+    n = a.shape[-1]
+    i = _d._iota(n)
+
+    def step(k, c):
+        h, q = c
+        x = jnp.where(i > k, _d._col(h, k), jnp.zeros((n,), h.dtype))
+        alpha = jnp.sum(jnp.where(i == k + 1, x, jnp.zeros_like(x)))
+        norm = jnp.sqrt(jnp.sum(x * x))
+        sign = jnp.where(alpha < 0, -jnp.ones_like(alpha), jnp.ones_like(alpha))
+        v = x + jnp.where(i == k + 1, sign * norm, jnp.zeros_like(x))
+        vv = jnp.sum(v * v)
+        beta = jnp.where(vv > 0, 2 / jnp.where(vv > 0, vv, jnp.ones_like(vv)), jnp.zeros_like(vv))
+        h = h - beta * v[:, None] * (v @ h)[None, :]
+        h = h - beta * (h @ v)[:, None] * v[None, :]
+        q = q - beta * (q @ v)[:, None] * v[None, :]
+        return h, q
+
+    h, q = lax.fori_loop(0, max(n - 2, 0), step, (a, _d._eye(n, a.dtype)))
+    return jnp.triu(h, -1), q
+
+
+def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
+    """The upper Hessenberg form a = Q H Q^T, H zero below the first sub-diagonal
+    (scipy.linalg.hessenberg), by Householder reflections (Golub & Van Loan Alg. 7.4.2).
+
+    a: (..., n, n) float (ints become float32). Returns H (..., n, n), or (H, Q) with
+    calc_q=True, Q orthogonal; signs may differ from LAPACK's. Differentiable through the
+    reflection loop. Raises ShapeError unless a is (..., n, n).
+    """
+    x = _d._matrix("hessenberg", a)
+    dt = x.dtype
+    x = x.astype(_d._compute_dtype(x))
+    h, q = _d._batched(_hessenberg_2d, x, n_batch=x.ndim - 2)
+    return (h.astype(dt), q.astype(dt)) if calc_q else h.astype(dt)
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None):
+    """The eigenvalues (ascending) of the symmetric tridiagonal matrix with diagonal d and
+    off-diagonal e (scipy.linalg.eigh_tridiagonal, jax.scipy.linalg.eigh_tridiagonal).
+
+    d: (n,) float, e: (n - 1,) float. eigvals_only must be True (eigenvectors are not
+    implemented, as JAX's: NotImplementedError). select 'a' gives all n eigenvalues, 'i'
+    those of indices select_range[0] <= i <= select_range[1] (static ints); 'v' raises
+    NotImplementedError, as JAX's. The dense matrix's eigh (Jacobi); tol is unused. Returns
+    (k,) in the promoted dtype. Raises ShapeError for mismatched shapes.
+    """
+    from nova import numpy as jnp
+    from nova.numpy_impl.util import where_am_i
+
+    if not eigvals_only:
+        raise NotImplementedError("eigh_tridiagonal: only eigvals_only=True is supported"
+                                  f"{where_am_i()}")
+    if select not in ("a", "i"):
+        raise NotImplementedError(f"eigh_tridiagonal: select must be 'a' or 'i', got "
+                                  f"{select!r}{where_am_i()}")
+    dd = _d._as_float("eigh_tridiagonal", d, "d")
+    ee = _d._as_float("eigh_tridiagonal", e, "e")
+    if dd.ndim != 1 or ee.shape != (max(dd.shape[0] - 1, 0),):
+        raise _d.ShapeError(f"eigh_tridiagonal: d must be (n,) and e (n - 1,), got shapes "
+                            f"{dd.shape} and {ee.shape}{where_am_i()}")
+    dt = jnp.result_type(dd, ee)
+    t = jnp.diag(dd.astype(dt)) + jnp.diag(ee.astype(dt), 1) + jnp.diag(ee.astype(dt), -1)
+    w = _d.eigh(t, symmetrize_input=False)[0]
+    if select == "i":
+        lo, hi = (int(v) for v in select_range)
+        w = w[lo:hi + 1]
+    return w

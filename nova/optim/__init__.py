@@ -25,9 +25,17 @@ accumulation (MultiSteps, apply_every), inject (inject_hyperparams), alias (the 
 schedule.
 
 The results match optax's (tests/test_optim.py and tests/test_optim_more.py check them against
-optax on the same gradients, eagerly and under nova.jit). optax's extra update arguments
-(GradientTransformationExtraArgs) are not supported, so neither are polyak_sgd and lbfgs.
+optax on the same gradients, eagerly and under nova.jit). optax's extra update arguments are
+supported: a GradientTransformationExtraArgs takes `update(updates, state, params, **extra)`
+and `chain` forwards them; linesearch (backtracking, value_and_grad_from_state) and zoom hold
+the line searches, lbfgs L-BFGS and the Polyak step size (tests/test_optim_extra_args.py).
+`nova.optim.losses` and `nova.optim.schedules` are the modules optax calls optax.losses and
+optax.schedules; optax's top-level aliases of their functions are here too.
 """
+
+from collections.abc import Callable as _Callable
+
+from nova.optim import losses, schedules
 
 from nova.optim.accumulation import (
     ApplyEvery,
@@ -83,13 +91,19 @@ from nova.optim.alias import (
 from nova.optim.base import (
     EmptyState,
     GradientTransformation,
+    GradientTransformationExtraArgs,
+    OptState,
+    Params,
+    Updates,
     apply_updates,
     chain,
     global_norm,
     identity,
+    init_empty_state,
     set_to_zero,
     stateless,
     stateless_with_tree_map,
+    with_extra_args_support,
 )
 from nova.optim.elementwise import (
     AddNoiseState,
@@ -111,6 +125,13 @@ from nova.optim.factorized import (
     scale_by_sm3,
 )
 from nova.optim.inject import InjectHyperparamsState, inject_hyperparams
+from nova.optim.lbfgs import (
+    ScaleByLBFGSState,
+    lbfgs,
+    polyak_sgd,
+    scale_by_lbfgs,
+    scale_by_polyak,
+)
 from nova.optim.layerwise import (
     ScaleByNovogradState,
     adaptive_grad_clip,
@@ -121,6 +142,47 @@ from nova.optim.layerwise import (
     scale_by_param_block_rms,
     scale_by_trust_ratio,
     unitwise_norm,
+)
+from nova.optim.linesearch import (
+    BacktrackingLinesearchInfo,
+    ScaleByBacktrackingLinesearchState,
+    scale_by_backtracking_linesearch,
+    value_and_grad_from_state,
+)
+from nova.optim.losses import (
+    convex_kl_divergence,
+    cosine_distance,
+    cosine_similarity,
+    ctc_loss,
+    ctc_loss_with_forward_probs,
+    generalized_kl_divergence,
+    hinge_loss,
+    huber_loss,
+    kl_divergence,
+    l2_loss,
+    log_cosh,
+    ntxent,
+    safe_softmax_cross_entropy,
+    sigmoid_binary_cross_entropy,
+    sigmoid_focal_loss,
+    smooth_labels,
+    softmax_cross_entropy,
+    softmax_cross_entropy_with_integer_labels,
+    squared_error,
+)
+from nova.optim.misc import (
+    AdaptiveGradClipState,
+    ClipByGlobalNormState,
+    ClipState,
+    NonNegativeParamsState,
+    ScaleByTrustRatioState,
+    ScaleState,
+    freeze,
+    normalize_by_update_norm,
+    safe_increment,
+    safe_int32_increment,
+    scale_gradient,
+    selective_transform,
 )
 from nova.optim.moments import (
     bias_correction,
@@ -143,12 +205,21 @@ from nova.optim.rms import (
     scale_by_stddev,
 )
 from nova.optim.schedule import (
+    Schedule,
     constant_schedule,
     cosine_decay_schedule,
+    cosine_onecycle_schedule,
+    exponential_decay,
     join_schedules,
+    linear_onecycle_schedule,
     linear_schedule,
+    piecewise_constant_schedule,
+    piecewise_interpolate_schedule,
     polynomial_schedule,
+    sgdr_schedule,
+    warmup_constant_schedule,
     warmup_cosine_decay_schedule,
+    warmup_exponential_decay_schedule,
 )
 from nova.optim.transform import (
     AddDecayedWeightsState,
@@ -187,8 +258,39 @@ from nova.optim.wrappers import (
     named_chain,
     partition,
 )
+from nova.optim.zoom import (
+    ScaleByZoomLinesearchState,
+    ZoomLinesearchInfo,
+    scale_by_zoom_linesearch,
+)
+
+# optax's type names: a float or a schedule; the init and update function types
+ScalarOrSchedule = float | _Callable
+TransformInitFn = _Callable
+TransformUpdateFn = _Callable
+TransformUpdateExtraArgsFn = _Callable
 
 __all__ = [
+    "AdaptiveGradClipState", "ClipByGlobalNormState", "ClipState", "NonNegativeParamsState",
+    "ScaleByTrustRatioState", "ScaleState", "freeze", "normalize_by_update_norm",
+    "safe_increment", "safe_int32_increment", "scale_gradient", "selective_transform",
+    "BacktrackingLinesearchInfo", "GradientTransformationExtraArgs", "OptState", "Params",
+    "ScalarOrSchedule", "ScaleByBacktrackingLinesearchState", "ScaleByLBFGSState",
+    "ScaleByZoomLinesearchState", "Schedule", "TransformInitFn", "TransformUpdateExtraArgsFn",
+    "TransformUpdateFn", "Updates", "ZoomLinesearchInfo", "convex_kl_divergence",
+    "cosine_distance", "cosine_onecycle_schedule", "cosine_similarity", "ctc_loss",
+    "ctc_loss_with_forward_probs", "exponential_decay", "generalized_kl_divergence",
+    "hinge_loss", "huber_loss", "init_empty_state", "kl_divergence", "l2_loss", "lbfgs",
+    "linear_onecycle_schedule", "log_cosh", "losses", "ntxent", "piecewise_constant_schedule",
+    "piecewise_interpolate_schedule", "polyak_sgd", "safe_softmax_cross_entropy",
+    "scale_by_backtracking_linesearch", "scale_by_lbfgs", "scale_by_polyak",
+    "scale_by_zoom_linesearch", "schedules", "sgdr_schedule", "sigmoid_binary_cross_entropy",
+    "sigmoid_focal_loss", "smooth_labels", "softmax_cross_entropy",
+    "softmax_cross_entropy_with_integer_labels", "squared_error", "value_and_grad_from_state",
+    "warmup_constant_schedule", "warmup_exponential_decay_schedule", "with_extra_args_support",
+]
+
+__all__ += [
     "AddDecayedWeightsState", "AddNoiseState", "ApplyEvery", "ApplyIfFiniteState",
     "ConditionallyMaskState", "ConditionallyTransformState", "EmaState", "EmptyState",
     "FactoredState", "GradientTransformation", "InjectHyperparamsState", "LookaheadParams",

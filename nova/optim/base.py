@@ -43,6 +43,12 @@ class EmptyState(NamedTuple):
     """The state of a stateless transformation (no leaves)."""
 
 
+def init_empty_state(params: Params) -> EmptyState:
+    """The init function of a stateless transformation (optax.init_empty_state): EmptyState()."""
+    del params
+    return EmptyState()
+
+
 def identity() -> GradientTransformation:
     """The transformation that returns its updates unchanged; its state is EmptyState()."""
 
@@ -111,10 +117,39 @@ def stateless_with_tree_map(f: Callable[[Any, Any], Any]) -> GradientTransformat
     return stateless(update_fn)
 
 
-def chain(*transforms: GradientTransformation) -> GradientTransformation:
+class GradientTransformationExtraArgs(GradientTransformation):
+    """A GradientTransformation whose update takes extra keyword arguments, as
+    optax.GradientTransformationExtraArgs: `update(updates, state, params=None, **extra_args)`.
+
+    The line searches read `value`, `grad` and `value_fn` from the extra arguments, polyak_sgd
+    reads `value`. `chain` hands its extra arguments only to the transformations of this type.
+    """
+
+
+def with_extra_args_support(tx: GradientTransformation) -> GradientTransformationExtraArgs:
+    """`tx` as a GradientTransformationExtraArgs whose update accepts and ignores extra keyword
+    arguments (optax.with_extra_args_support); `tx` itself when it already takes them.
+
+    Raises:
+      TypeError: tx is not a GradientTransformation.
+    """
+    check_transformation("tx", "with_extra_args_support", tx)
+    if isinstance(tx, GradientTransformationExtraArgs):
+        return tx
+
+    def update(updates, state, params=None, **extra_args):
+        del extra_args
+        return tx.update(updates, state, params)
+
+    return GradientTransformationExtraArgs(tx.init, update)
+
+
+def chain(*transforms: GradientTransformation) -> GradientTransformationExtraArgs:
     """Applies `transforms` in order, feeding each one's updates to the next (optax.chain).
 
-    The state is a tuple with one state per transformation, in order.
+    The state is a tuple with one state per transformation, in order. The result takes extra
+    keyword arguments (`update(updates, state, params=None, **extra_args)`) and passes them to
+    the transformations that are GradientTransformationExtraArgs, as optax does.
 
     Raises:
       TypeError: an argument is not a GradientTransformation.
@@ -128,7 +163,7 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
     def init(params):
         return tuple(t.init(params) for t in transforms)
 
-    def update(updates, state, params=None):
+    def update(updates, state, params=None, **extra_args):
         if not isinstance(state, tuple) or len(state) != len(transforms):
             raise ValueError(
                 f"chain: expected a state tuple of {len(transforms)} states (one per "
@@ -137,11 +172,14 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
             )
         new_states = []
         for t, s in zip(transforms, state, strict=True):
-            updates, s = t.update(updates, s, params)
+            if isinstance(t, GradientTransformationExtraArgs):
+                updates, s = t.update(updates, s, params, **extra_args)
+            else:
+                updates, s = t.update(updates, s, params)
             new_states.append(s)
         return updates, tuple(new_states)
 
-    return GradientTransformation(init, update)
+    return GradientTransformationExtraArgs(init, update)
 
 
 def apply_updates(params: Params, updates: Updates) -> Params:

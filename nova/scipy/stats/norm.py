@@ -48,46 +48,15 @@ def logsf(x, loc=0, scale=1):
     return c.nan_unless(ok, special.log_ndtr(-z))
 
 
-def _ndtri_lower(r):
-    """ndtri(r) for 0 < r <= 1/2, to a few ulp of float64 even for r ~ 1e-300: Newton's method
-    on log_ndtr(x) = log(r), whose error stays relative in the tail (ndtri's erfinv form loses
-    the digits of r in 2r - 1). Start: ndtri(r) above 1e-3, below it the asymptotic root
-    x^2 = -2 log r - log(-2 log r) - log(2 pi) of the Mills-ratio expansion (A&S 26.2.12; within
-    1% at 1e-3, closer below); 4 Newton steps square the error each time."""
-    tiny = r < 1e-3
-    rt = c.safe(tiny, r, 1e-4)
-    t = -2.0 * jnp.log(rt)
-    x_asym = -jnp.sqrt(t - jnp.log(t) - c.LOG_2PI)
-    x = jnp.where(tiny, x_asym, special.ndtri(jnp.where(tiny, 0.25, r)))
-    log_r = jnp.log(r)
-    for _ in range(4):
-        log_cdf = special.log_ndtr(x)
-        log_density = -0.5 * x * x - 0.5 * c.LOG_2PI
-        x = x - (log_cdf - log_r) * jnp.exp(log_cdf - log_density)
-    return x
-
-
-def _ndtri(q):
-    """The standard normal quantile, accurate in both tails (1 - q is exact for q >= 1/2, so the
-    upper tail is -ndtri_lower(1 - q)); -inf at 0, inf at 1, NaN outside [0, 1]."""
-    lower = q < 0.5
-    r = jnp.where(lower, q, 1.0 - q)
-    inner = (r > 0) & c.unit_interval(q)
-    x = _ndtri_lower(c.safe(inner, r, 0.25))
-    x = jnp.where(lower, x, -x)
-    edge = jnp.where(q == 0, -jnp.inf, jnp.full_like(q, jnp.inf))
-    return c.nan_unless(c.unit_interval(q), jnp.where(inner, x, edge))
-
-
 def ppf(q, loc=0, scale=1):
     """The quantile function loc + scale * ndtri(q): loc -+ inf*scale at q = 0 / 1, NaN outside
-    [0, 1]. Accurate to a few ulp in both tails (q = 1e-300 gives -37.047...; see _ndtri_lower)."""
+    [0, 1]. Accurate to a few ulp in both tails (q = 1e-300 gives -37.047...; see special.ndtri)."""
     q, loc, scale = c.promote("norm.ppf", q, loc, scale)
-    return c.nan_unless(scale > 0, loc + scale * _ndtri(q))
+    return c.nan_unless(scale > 0, loc + scale * special.ndtri(q))
 
 
 def isf(q, loc=0, scale=1):
     """The inverse survival function loc - scale * ndtri(q) (accurate for tiny q)."""
     q, loc, scale = c.promote("norm.isf", q, loc, scale)
-    return c.nan_unless(scale > 0, loc - scale * _ndtri(q))
+    return c.nan_unless(scale > 0, loc - scale * special.ndtri(q))
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jjnp
+import nova.numpy as jnp
 import numpy as np
 import pytest
 
 import nova
-import nova.numpy as jnp
 
 L, J = nova.lax, jax.lax
 X = np.arange(1.0, 4.0, dtype=np.float32)

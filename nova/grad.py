@@ -557,7 +557,8 @@ def linear_transpose(f: Callable, *primals, reduce_axes=()):
     transposes it through its VJP at zero inputs, which equals the transpose exactly when f
     is linear. An f with f(0) != 0 (affine, not linear) raises ValueError when f_t is made
     outside `jit` (where f(0) is known); other non-linear f are not detected. f_t takes a
-    cotangent with f's output structure, shapes and dtypes (ValueError otherwise).
+    cotangent with f's output structure and shapes (ValueError otherwise) and dtypes
+    (TypeError otherwise).
     """
     if reduce_axes:
         raise NotImplementedError("linear_transpose: reduce_axes (named axes) is not supported")
@@ -577,7 +578,18 @@ def linear_transpose(f: Callable, *primals, reduce_axes=()):
         if not isinstance(o, Tracer) and np.any(np.asarray(o) != 0):
             raise ValueError("linear_transpose: f(0) is not 0, so f is not linear (an affine "
                              f"function has no transpose){_where()}")
-    return pullback
+    out_dtypes = [np.dtype(o.dtype) for o in tree_leaves(out)]
+
+    def f_t(ct):
+        for i, (c, d) in enumerate(zip(tree_leaves(ct), out_dtypes, strict=False)):
+            got = getattr(c, "dtype", None)  # (a Python scalar takes the output's dtype)
+            if got is not None and np.dtype(got) != d:
+                raise TypeError(f"linear_transpose: cotangent leaf {i} has dtype "
+                                f"{np.dtype(got)}, but f's output leaf {i} has dtype {d}"
+                                f"{_where()}")
+        return pullback(ct)
+
+    return f_t
 
 
 def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):

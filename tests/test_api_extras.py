@@ -310,3 +310,26 @@ def test_dtypes_module():
     assert nova.dtypes.finfo(np.float32).eps == np.finfo(np.float32).eps
     with pytest.raises(TypeError, match="not supported"):
         nova.dtypes.canonicalize_dtype(np.complex64)
+
+
+# --- found by review (session 23) ---------------------------------------------------------------
+
+
+def test_tree_util_edge_cases_match_jax():
+    path = tu.tree_flatten_with_path({"w": {"q": 1}, "l": [5]})[0][0][0]
+    jpath = jtu.tree_flatten_with_path({"w": {"q": 1}, "l": [5]})[0][0][0]
+    assert tu.keystr(path, simple=True, separator="/") == jtu.keystr(jpath, simple=True,
+                                                                     separator="/") == "l/0"
+    assert tu.keystr(path) == jtu.keystr(jpath)
+    assert tu.flatten_one_level(None) == ((), None)
+    for empty in ([], {}, ()):
+        assert tu.treedef_is_leaf(tu.tree_structure(empty)) is True
+    assert tu.treedef_is_leaf(tu.tree_structure([1])) is False
+
+
+def test_linear_transpose_checks_the_cotangent_dtype():
+    f_t = nova.linear_transpose(lambda x: 2.0 * x, jnp.ones(2, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(f_t(jnp.ones(2, dtype=np.float32))[0]), [2.0, 2.0])
+    with pytest.raises(TypeError, match="cotangent leaf 0 has dtype int32, but f's output leaf 0 "
+                                        "has dtype float32"):
+        f_t(jnp.ones(2, dtype=np.int32))

@@ -223,3 +223,84 @@ def test_program_with_callback_stays_out_of_the_disk_cache(tmp_path, monkeypatch
     monkeypatch.setattr(executable_cache, "store", lambda *a: stored.append(a))
     nova.jit(lambda x: nova.pure_callback(np.sin, SDS((3,), np.float32), x) + 1)(X)
     assert stored == []
+
+
+# --- found by review (session 23) ---------------------------------------------------------------
+
+
+def test_callbacks_get_read_only_copies_of_the_operands():
+    kept = []
+
+    @nova.jit
+    def f(x):
+        nova.debug.callback(kept.append, x * 3.0)
+        return x + 1.0
+
+    f(jnp.ones(3))
+    f(jnp.full(3, 5.0))  # the compiled program reuses its buffers: what was kept must not change
+    np.testing.assert_array_equal(np.stack(kept), [[3.0] * 3, [15.0] * 3])
+    assert not kept[0].flags.writeable
+
+    def scribble(a):
+        a[0] = 99.0  # raises: the operand is read-only
+        return a
+
+    g = nova.jit(lambda x: nova.pure_callback(scribble, SDS((3,), np.float32), x))
+    with pytest.raises(ValueError, match="read-only"):
+        g(jnp.ones(3))
+    x = jnp.ones(3)
+    with pytest.raises(ValueError, match="read-only"):
+        nova.debug.callback(lambda a: a.__setitem__(0, 9.0), x)
+    np.testing.assert_array_equal(np.asarray(x), [1.0, 1.0, 1.0])
+
+
+def test_debug_functions_pass_non_array_arguments_through(capsys):
+    seen = []
+    nova.jit(lambda v: nova.debug.print("{} {tag}", v, tag="label"))(jnp.arange(3.0))
+    nova.jit(lambda v: nova.debug.callback(lambda a, s, n: seen.append((a, s, n)), v, "hi",
+                                           None))(jnp.arange(2.0))
+    assert capsys.readouterr().out == "[0. 1. 2.] label\n"
+    np.testing.assert_array_equal(seen[0][0], [0.0, 1.0])
+    assert seen[0][1:] == ("hi", None)
+
+
+def test_sequential_vmap_over_an_empty_batch():
+    f = nova.vmap(lambda x: nova.pure_callback(lambda a: a * 2, SDS((3,), np.float32), x,
+                                               vmap_method="sequential"))
+    out = f(jnp.zeros((0, 3)))
+    assert out.shape == (0, 3) and out.dtype == np.float32
+
+
+def test_a_result_of_another_dtype_kind_raises():
+    f = nova.jit(lambda x: nova.pure_callback(lambda a: np.arange(3, dtype=np.int32),
+                                              SDS((3,), np.float32), x))
+    with pytest.raises(TypeError, match="has dtype int32, but result_shape_dtypes declares float32"):
+        f(jnp.ones(3))
+    g = nova.jit(lambda x: nova.pure_callback(lambda a: np.ones(3),  # float64 -> float32: a cast
+                                              SDS((3,), np.float32), x))
+    assert g(jnp.ones(3)).dtype == np.float32
+
+
+def test_eager_vmap_runs_an_effect_once_per_element_even_unmapped():
+    calls = []
+    nova.vmap(lambda x, c: (nova.debug.callback(lambda v: calls.append(1), c), x)[1],
+              in_axes=(0, None))(jnp.ones(3), jnp.float32(2.0))
+    assert len(calls) == 1  # an unmapped operand: one call, as JAX
+
+    calls.clear()
+
+    def scanned(x, c):
+        def body(carry, _):
+            nova.debug.callback(lambda v: calls.append(1), c)
+            return carry, None
+        return nova.lax.scan(body, x, None, length=2)[0]
+
+    nova.vmap(scanned, in_axes=(0, None))(jnp.ones(3), jnp.float32(2.0))
+    assert len(calls) == 2
+
+
+def test_an_effect_of_constants_runs_on_every_call_not_at_compile_time(capsys):
+    f = nova.jit(lambda x: (nova.debug.print("const {}", 3.0), x + 1)[1])
+    f(jnp.ones(2))
+    f(jnp.ones(2))
+    assert capsys.readouterr().out == "const 3.0\nconst 3.0\n"

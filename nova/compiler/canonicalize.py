@@ -17,7 +17,7 @@ import numpy as np
 
 from nova.compiler.rewrite import Rewriter, constant_value, distinct_part, is_splat
 from nova.core.ir import Program, TensorType
-from nova.core.primitive import FusionKind
+from nova.core.primitive import FusionKind, makes_effects
 from nova.core.trace import _reference_eval
 
 _NO_FOLD = {"constant", "iota", "broadcast_in_dim"}
@@ -68,7 +68,8 @@ def canonicalize(program: Program, keep_stop_gradient: bool = False) -> Program:
                              {"shape": e.params["shape"], "broadcast_dimensions": dims}, e.source)
             rw.replace(e.outputs[0], out)
             continue
-        if ins and name not in _NO_FOLD:
+        # (an io_callback of constants is not folded: it runs each time the program does)
+        if ins and name not in _NO_FOLD and not makes_effects(e.prim, e.params):
             consts = [constant_value(v, rw.producer) for v in ins]
             if all(c is not None for c in consts):
                 if _fold(rw, e, consts):

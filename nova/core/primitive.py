@@ -175,6 +175,19 @@ class Primitive:
         return bind(self, *args, **params)
 
 
+def makes_effects(prim: Primitive, params: dict) -> bool:
+    """Whether an equation of prim with params is made for an effect: an effectful primitive
+    (io_callback), or a control-flow primitive whose Regions hold one."""
+    if prim.effectful:
+        return True
+    for v in params.values():
+        for r in (v if isinstance(v, tuple) else (v,)):
+            body = getattr(r, "program", None)
+            if body is not None and any(makes_effects(b.prim, b.params) for b in body.eqns):
+                return True
+    return False
+
+
 def broadcast_batched(args, batched, size: int | None = None) -> list:
     """Batching helper: the unbatched operands broadcast along a new first axis of the batch's
     size (`size`, else the first batched operand's), the batched ones as they are."""

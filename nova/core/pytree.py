@@ -366,9 +366,19 @@ class FlattenedIndexKey:
         return f"[<flat index {self.key}>]"
 
 
-def keystr(path) -> str:
-    """A key path as text, e.g. ``['h'][0].w`` (as jax.tree_util.keystr)."""
-    return "".join(str(k) for k in path)
+def keystr(path, *, simple: bool = False, separator: str = "") -> str:
+    """A key path as text, e.g. ``['h'][0].w`` (as jax.tree_util.keystr); simple=True gives
+    each key bare (``h``, ``0``, ``w``), and the keys are joined by `separator`."""
+    if not simple:
+        return separator.join(str(k) for k in path)
+
+    def bare(k):
+        for attr in ("key", "idx", "name"):
+            if hasattr(k, attr):
+                return str(getattr(k, attr))
+        return str(k)
+
+    return separator.join(bare(k) for k in path)
 
 
 def _keys_of(x, children) -> list:
@@ -513,8 +523,9 @@ def all_leaves(iterable, is_leaf: Callable | None = None) -> bool:
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
-    """Whether the structure is a single leaf (or None, which has no children either)."""
-    return not treedef.children and treedef.kind in ("leaf", "none")
+    """Whether the structure is one node without children: a leaf, None, or an empty
+    container (as jax.tree_util.treedef_is_leaf, which counts nodes)."""
+    return not treedef.children
 
 
 def treedef_children(treedef: PyTreeDef) -> list:
@@ -529,9 +540,12 @@ def treedef_tuple(treedefs) -> PyTreeDef:
 
 
 def flatten_one_level(tree) -> tuple[list, Any]:
-    """(children, aux data) of the root node. Raises ValueError for a leaf."""
+    """(children, aux data) of the root node (None: no children, aux None). Raises
+    ValueError for a leaf."""
+    if tree is None:
+        return (), None
     td = tree_structure(tree, is_leaf=lambda x: x is not tree)
-    if td.kind in ("leaf", "none"):
+    if td.kind == "leaf":
         raise ValueError(f"flatten_one_level: {type(tree).__name__} is a leaf, not a node")
     children, _ = tree_flatten(tree, is_leaf=lambda x: x is not tree)
     return children, td.aux

@@ -23,7 +23,7 @@ from nova.core.errors import (
     UnexpectedTracerError,
 )
 from nova.core.ir import Eqn, Program, TensorType, Var
-from nova.core.primitive import Primitive, lookup
+from nova.core.primitive import Primitive, lookup, makes_effects
 from nova.core.source_info import short, user_frame_line
 
 
@@ -280,7 +280,8 @@ class Trace:
             n_args = params["n_args"]
             vals = [t._val for t in ins[n_args:n_args + len(outs)]]
         elif self.known_values and not prim.axis_varying and \
-                all(type(t._val) is np.ndarray for t in ins):
+                all(type(t._val) is np.ndarray for t in ins) and not makes_effects(prim, params):
+            # (an effect runs when the vmap replays its equations, not also while it traces)
             vals = evaluate(prim, [t._val for t in ins], params, out_types)
         elif self.concrete:
             if self.device is None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from nova.core import dtypes
 from nova.core.ir import TensorType
-from nova.core.primitive import Cost, FusionKind, Primitive, Template
+from nova.core.primitive import Cost, FusionKind, Primitive, Template, makes_effects
 
 TOKEN = TensorType((), np.dtype(np.int32))
 
@@ -58,6 +58,13 @@ class HostCallback:
         return f"<callback #{self.serial} {self.name}>"
 
 
+def _kind(dtype) -> str:
+    d = np.dtype(dtype)
+    if dtypes.is_float(d):
+        return "float"
+    return "bool" if d == np.bool_ else ("uint" if d.kind == "u" else "int")
+
+
 def _check_results(name: str, got, result_types) -> list:
     """The callback's results as arrays of the declared types (flattened as declared)."""
     from nova.core.pytree import tree_leaves
@@ -73,7 +80,7 @@ def _check_results(name: str, got, result_types) -> list:
             raise ValueError(f"{name}: result {i} of the callback has shape {a.shape}, but "
                              f"result_shape_dtypes declares {t.shape}")
         if a.dtype != t.dtype:
-            if not np.can_cast(a.dtype, t.dtype, casting="same_kind"):
+            if _kind(a.dtype) != _kind(t.dtype):  # float64 -> float32 casts; int -> float not
                 raise TypeError(f"{name}: result {i} of the callback has dtype {a.dtype}, "
                                 f"but result_shape_dtypes declares {t.dtype}")
             a = a.astype(t.dtype)
@@ -94,11 +101,22 @@ def _not_differentiable(name: str):
 # --- pure_callback ------------------------------------------------------------------------------
 
 
+def _host_args(args) -> list:
+    """Read-only copies of the operands: the callback may keep them, and they may be views of
+    a compiled program's buffers that are reused (or of a caller's immutable Array)."""
+    out = []
+    for a in args:
+        c = np.array(a, copy=True)
+        c.flags.writeable = False
+        out.append(c)
+    return out
+
+
 def _pure_impl(*args, callback, result_types, vmap_method):
-    return tuple(_check_results("pure_callback", callback.fn(*args), result_types))
+    return tuple(_check_results("pure_callback", callback.fn(*_host_args(args)), result_types))
 
 
-def _sequential(callback: HostCallback, batched, size: int, n_results: int,
+def _sequential(callback: HostCallback, batched, size: int, result_types,
                 leading: int = 0) -> HostCallback:
     """A callback applying `callback` to each batch element in turn and stacking the results
     (vmap_method 'sequential'). leading: arguments before the mapped ones (io_callback's token)
@@ -111,12 +129,14 @@ def _sequential(callback: HostCallback, batched, size: int, n_results: int,
             row = callback.fn(*fixed, *[a[i] if b else a for a, b in zip(mapped, batched,
                                                                         strict=True)])
             rows.append(row)
-        if n_results == 0:
+        if not result_types:
             return ()
+        if not rows:  # an empty batch: the callback is never called
+            return tuple(np.zeros((0, *t.shape), t.dtype) for t in result_types)
         from nova.core.pytree import tree_leaves
 
         cols = [tree_leaves(r) for r in rows]
-        return tuple(np.stack([np.asarray(c[k]) for c in cols]) for k in range(n_results))
+        return tuple(np.stack([np.asarray(c[k]) for c in cols]) for k in range(len(result_types)))
 
     return HostCallback(each, f"{callback.name} (sequential over {size})")
 
@@ -127,7 +147,7 @@ def _pure_batch(args, batched, *, callback, result_types, vmap_method):
     size = next(a.shape[0] for a, b in zip(args, batched, strict=True) if b)
     types = tuple(TensorType((size, *t.shape), t.dtype) for t in result_types)
     if vmap_method in ("sequential", "sequential_unrolled"):
-        fn = _sequential(callback, batched, size, len(result_types))
+        fn = _sequential(callback, batched, size, result_types)
         return pure_callback_p.bind(*args, callback=fn, result_types=types,
                                     vmap_method=vmap_method)
     if vmap_method == "expand_dims":  # unbatched arguments get a leading axis of size 1
@@ -169,7 +189,7 @@ pure_callback_p = Primitive(
 
 
 def _io_impl(token, *args, callback, result_types):
-    got = callback.fn(*args)
+    got = callback.fn(*_host_args(args))
     if not result_types:
         return (np.zeros((), np.int32),)
     return (np.zeros((), np.int32), *_check_results("io_callback", got, result_types))
@@ -191,7 +211,7 @@ def _io_batch(args, batched, *, callback, result_types):
     from nova.ops import lax
 
     size = next(a.shape[0] for a, b in zip(args, batched, strict=True) if b)
-    fn = _sequential(callback, batched[1:], size, len(result_types))
+    fn = _sequential(callback, batched[1:], size, result_types)
     types = tuple(TensorType((size, *t.shape), t.dtype) for t in result_types)
     outs = io_callback_p.bind(lax.full((), 0, np.int32), *args[1:], callback=fn,
                               result_types=types)
@@ -219,14 +239,7 @@ CALLBACKS = frozenset({"pure_callback", "io_callback"})
 def has_effects(e) -> bool:
     """Whether equation e is made for an effect: an io_callback, or a control-flow equation
     whose Regions hold one (dead-code elimination keeps it, cse never merges it)."""
-    if e.prim.effectful:
-        return True
-    for v in e.params.values():
-        for r in (v if isinstance(v, tuple) else (v,)):
-            body = getattr(r, "program", None)
-            if body is not None and any(has_effects(b) for b in body.eqns):
-                return True
-    return False
+    return makes_effects(e.prim, e.params)
 
 
 def holds_callbacks(program) -> bool:

@@ -719,33 +719,53 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode="low") -> A
     return lax.reshape(ind, shape)
 
 
-# The other distributions live in their own modules, which build on the samplers above (so they
-# are imported last).
-from nova.random_gamma import beta, chisquare, dirichlet, f, gamma, loggamma, t  # noqa: E402
-from nova.random_discrete import (  # noqa: E402
-    binomial,
-    geometric,
-    multinomial,
-    poisson,
-    rademacher,
-)
-from nova.random_distributions import (  # noqa: E402
-    ball,
-    cauchy,
-    clone,
-    double_sided_maxwell,
-    generalized_normal,
-    key_impl,
-    laplace,
-    logistic,
-    lognormal,
-    maxwell,
-    multivariate_normal,
-    orthogonal,
-    pareto,
-    rayleigh,
-    triangular,
-    wald,
-    weibull_min,
-    wrap_key_data,
-)
+# The other distributions live in their own modules, which build on the samplers above:
+# they are loaded on first use (so that importing one of them first does not meet a
+# half-initialized nova.random).
+_LAZY = {
+    "beta": "nova.random_gamma",
+    "chisquare": "nova.random_gamma",
+    "dirichlet": "nova.random_gamma",
+    "f": "nova.random_gamma",
+    "gamma": "nova.random_gamma",
+    "loggamma": "nova.random_gamma",
+    "t": "nova.random_gamma",
+    "binomial": "nova.random_discrete",
+    "geometric": "nova.random_discrete",
+    "multinomial": "nova.random_discrete",
+    "poisson": "nova.random_discrete",
+    "rademacher": "nova.random_discrete",
+    "ball": "nova.random_distributions",
+    "cauchy": "nova.random_distributions",
+    "clone": "nova.random_distributions",
+    "double_sided_maxwell": "nova.random_distributions",
+    "generalized_normal": "nova.random_distributions",
+    "key_impl": "nova.random_distributions",
+    "laplace": "nova.random_distributions",
+    "logistic": "nova.random_distributions",
+    "lognormal": "nova.random_distributions",
+    "maxwell": "nova.random_distributions",
+    "multivariate_normal": "nova.random_distributions",
+    "orthogonal": "nova.random_distributions",
+    "pareto": "nova.random_distributions",
+    "rayleigh": "nova.random_distributions",
+    "triangular": "nova.random_distributions",
+    "wald": "nova.random_distributions",
+    "weibull_min": "nova.random_distributions",
+    "wrap_key_data": "nova.random_distributions",
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nova.random' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

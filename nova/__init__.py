@@ -51,10 +51,12 @@ from nova.jit import (
     disable_jit,
     eval_shape,
     jit,
+    make_jaxpr,
     make_program,
     typeof,
 )
 from nova.ops import lax
+from nova.pmap import pmap
 from nova.runtime.devices import (
     Device,
     block_until_ready,
@@ -123,7 +125,9 @@ __all__ = [
     "linearize",
     "local_device_count",
     "local_devices",
+    "make_jaxpr",
     "make_program",
+    "pmap",
     "numpy",
     "parse_program",
     "process_count",

@@ -983,6 +983,29 @@ def jit(
     return JitFunction(f, static_argnums, static_argnames, donate_argnums)
 
 
+def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bool = False,
+               abstracted_axes=None):
+    """jax.make_jaxpr: `make_jaxpr(f)(*args)` is f's traced Program, Nova's counterpart of a
+    ClosedJaxpr (print it, or `.as_text()`, for the IR; `.eqns`, `.inputs`, `.outputs`).
+
+    args may be arrays or ShapeDtypeStructs. return_shape=True: (program, the outputs as a
+    pytree of ShapeDtypeStructs). static_argnums: as jit. axis_env (named axes for collectives
+    outside a vmap) and abstracted_axes (shape polymorphism) are not supported
+    (NotImplementedError): trace inside `nova.vmap(..., axis_name=...)` instead.
+    """
+    if axis_env is not None or abstracted_axes is not None:
+        raise NotImplementedError("make_jaxpr: axis_env and abstracted_axes are not supported")
+
+    def make(*args, **kwargs):
+        traced = JitFunction(fun, static_argnums, (), ()).trace(*args, **kwargs)
+        if not return_shape:
+            return traced.program
+        shapes = [ShapeDtypeStruct(v.type.shape, v.type.dtype) for v in traced.program.outputs]
+        return traced.program, tree_unflatten(traced.out_tree, shapes)
+
+    return make
+
+
 def make_program(f: Callable, *, static_argnums=(), static_argnames=()):
     """`make_program(f)(*args)` returns the traced Program of f (like jax.make_jaxpr)."""
 

@@ -315,6 +315,8 @@ linalg = _linalg_namespace()
 def _make_ufuncs():
     """The binary elementwise functions as ufunc objects (numpy_impl/ufunc_objects.py), with
     their identities, reductions and scans. Array's operators keep calling the functions."""
+    from nova.core import dtypes as _dt
+    from nova.numpy_impl.ufunc_objects import cast_identity
     from nova.numpy_impl.ufunc_objects import ufunc as _uf
     from nova.ops import lax as _lax
 
@@ -322,21 +324,28 @@ def _make_ufuncs():
 
     def tree(op, ident):  # an associative reduction with an identity: lax.reduce's tree
         def red(a, axis, keepdims=False):
-            return _lax.reduce(a, _np.asarray(ident, a.dtype), g[op], tuple(axis))
+            return _lax.reduce(a, cast_identity(ident, a.dtype), g[op], tuple(axis))
 
         return red
 
     def xor_reduce(a, axis, keepdims=False):
         return g["sum"](a != 0, axis=axis, keepdims=keepdims) % 2 == 1
 
+    def keep_int(cum):  # jnp.add/multiply.accumulate are jnp.cumsum/cumprod: ints keep dtype
+        def acc(a, axis):
+            return cum(a, axis=axis, dtype=a.dtype if _dt.is_int(a.dtype) else None)
+
+        return acc
+
+    idem = dict(idempotent=True)
     specs = {
-        "add": dict(identity=0, reducer=g["sum"], accumulator=g["cumsum"], at="add"),
-        "multiply": dict(identity=1, reducer=g["prod"], accumulator=g["cumprod"],
+        "add": dict(identity=0, reducer=g["sum"], accumulator=keep_int(g["cumsum"]), at="add"),
+        "multiply": dict(identity=1, reducer=g["prod"], accumulator=keep_int(g["cumprod"]),
                          at="multiply"),
-        "maximum": dict(reducer=g["max"], accumulator=_lax.cummax, at="max"),
-        "minimum": dict(reducer=g["min"], accumulator=_lax.cummin, at="min"),
-        "fmax": dict(reducer=g["nanmax"]),
-        "fmin": dict(reducer=g["nanmin"]),
+        "maximum": dict(reducer=g["max"], accumulator=_lax.cummax, at="max", **idem),
+        "minimum": dict(reducer=g["min"], accumulator=_lax.cummin, at="min", **idem),
+        "fmax": dict(reducer=g["nanmax"], **idem),
+        "fmin": dict(reducer=g["nanmin"], **idem),
         "logical_and": dict(identity=True, reducer=g["all"]),
         "logical_or": dict(identity=False, reducer=g["any"]),
         "logical_xor": dict(identity=False, reducer=xor_reduce),
@@ -344,9 +353,11 @@ def _make_ufuncs():
         "bitwise_or": dict(identity=0, reducer=tree("bitwise_or", 0)),
         "bitwise_xor": dict(identity=0, reducer=tree("bitwise_xor", 0)),
         "subtract": dict(at="subtract"),
+        "logaddexp": dict(identity=-_np.inf),  # NumPy's and jnp's identities
+        "logaddexp2": dict(identity=-_np.inf),
     }
     plain = ("divide", "true_divide", "floor_divide", "power", "float_power", "remainder",
-             "mod", "fmod", "arctan2", "hypot", "copysign", "logaddexp", "logaddexp2",
+             "mod", "fmod", "arctan2", "hypot", "copysign",
              "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
              "heaviside", "ldexp", "gcd", "lcm", "left_shift", "right_shift")
     for name in list(specs) + list(plain):

@@ -123,7 +123,7 @@ def test_errors():
         jnp.subtract.reduceat(A[0], np.array([0]))
     with pytest.raises(ValueError, match="out="):
         jnp.add.reduce(A, out=np.zeros(4))
-    with pytest.raises(TypeError, match="not associative"):
+    with pytest.raises(ValueError, match="not associative"):  # NumPy: ValueError
         jnp.subtract.reduce(A, axis=(0, 1))
     with pytest.raises(ValueError, match="empty axis"):
         jnp.maximum.reduce(np.zeros(0, np.float32))
@@ -131,3 +131,134 @@ def test_errors():
         jnp.add.accumulate(A, axis=2)
     with pytest.raises(TypeError, match="1-d integer"):
         jnp.add.reduceat(A, np.array([0.5]))
+
+
+# --- regressions (review of the ufunc objects) ---------------------------------------------------
+B = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+MASKS = [np.array([True, True, True]), np.array([True, False, False]), np.zeros(3, bool)]
+
+
+def test_reduce_where_and_initial_apply_initial_once():
+    # masked entries are the identity and initial is combined once, for any number masked
+    for name, init in (("add", 10.0), ("multiply", 2.0), ("maximum", 2.5), ("logaddexp", 1.0)):
+        u, ref = getattr(jnp, name), getattr(np, name)
+        for w in MASKS:
+            want = ref.reduce(B, axis=1, where=w, initial=init)
+            np.testing.assert_allclose(np.asarray(u.reduce(B, axis=1, where=w, initial=init)),
+                                       want, rtol=1e-6, err_msg=f"{name} {w}")
+    f = nova.jit(lambda a, w: jnp.add.reduce(a, axis=1, where=w, initial=10.0))
+    np.testing.assert_allclose(np.asarray(f(B, MASKS[1])), [11.0, 14.0])
+    # where= broadcasts and must be boolean
+    np.testing.assert_allclose(np.asarray(jnp.add.reduce(B, axis=0, where=MASKS[1], initial=1.0)),
+                               np.add.reduce(B, axis=0, where=MASKS[1], initial=1.0))
+    with pytest.raises(TypeError, match="where must be a boolean"):
+        jnp.add.reduce(B, axis=1, where=np.array([1, 0, 1]))
+
+
+def test_reduce_initial_starts_the_left_fold():
+    # ((initial op a0) op a1) op a2 for the non-associative ufuncs, as NumPy and jnp
+    for name, init in (("subtract", 10.0), ("divide", 1.0), ("power", 2.0)):
+        u, ref = getattr(jnp, name), getattr(np, name)
+        np.testing.assert_allclose(np.asarray(u.reduce(B / 4, axis=1, initial=init)),
+                                   ref.reduce(B / 4, axis=1, initial=init), rtol=1e-6)
+    w = np.array([True, False, True])
+    want = np.subtract.reduce(B, axis=1, where=w, initial=0.0)
+    np.testing.assert_allclose(want, [-4.0, -10.0])
+    got = nova.jit(lambda a: jnp.subtract.reduce(a, axis=1, where=w, initial=0.0))(B)
+    np.testing.assert_allclose(np.asarray(got), want)
+    np.testing.assert_allclose(np.asarray(jnp.subtract.reduce(B, axis=0, initial=1.0)),
+                               np.asarray(jax_np().subtract.reduce(B, axis=0, initial=1.0)))
+    g = nova.grad(lambda a: jnp.subtract.reduce(a, axis=1, where=w, initial=3.0).sum())(B)
+    np.testing.assert_allclose(np.asarray(g), np.tile([-1.0, 0.0, -1.0], (2, 1)))
+    with pytest.raises(ValueError, match="needs an identity or an initial"):
+        jnp.subtract.reduce(B, axis=1, where=w)
+
+
+def jax_np():
+    import jax.numpy
+
+    return jax.numpy
+
+
+def test_reduceat_out_of_range_indices():
+    a = np.arange(8, dtype=np.float32)
+    for idx in ([0, -3], [0, 8], [0, 2, 9]):
+        with pytest.raises(IndexError):
+            np.add.reduceat(a, idx)
+        with pytest.raises(IndexError, match=f"index {idx[-1]} is out of bounds \\[0, 8\\)"):
+            jnp.add.reduceat(a, np.array(idx))
+    with pytest.raises(IndexError, match="empty"):
+        jnp.add.reduceat(np.zeros(0, np.float32), np.array([0]))
+    # constant indices under jit are still checked; traced ones are clipped into [0, len - 1]
+    with pytest.raises(IndexError, match="out of bounds"):
+        nova.jit(lambda x: jnp.add.reduceat(x, np.array([0, 8])))(a)
+    f = nova.jit(lambda x, i: jnp.maximum.reduceat(x, i))
+    np.testing.assert_array_equal(np.asarray(f(a, np.array([-3, 2, 9]))),
+                                  np.maximum.reduceat(a, [0, 2, 7]))
+
+
+def test_unsigned_and_bool_identities():
+    # bitwise_and's identity -1 is the all-ones value of an unsigned dtype (True for bool)
+    u8 = np.array([[7, 3, 5], [255, 6, 12]], np.uint8)
+    for x in (u8, u8.astype(np.uint16), u8 > 4):
+        np.testing.assert_array_equal(np.asarray(jnp.bitwise_and.reduce(x, axis=1)),
+                                      np.bitwise_and.reduce(x, axis=1))
+    got = jnp.bitwise_and.reduceat(u8, np.array([0, 2]), axis=1)
+    np.testing.assert_array_equal(np.asarray(got), np.bitwise_and.reduceat(u8, [0, 2], axis=1))
+    np.testing.assert_array_equal(np.asarray(jnp.bitwise_and.reduce(np.zeros(0, np.uint8))),
+                                  np.bitwise_and.reduce(np.zeros(0, np.uint8)))
+    w = np.array([True, False, True])
+    np.testing.assert_array_equal(np.asarray(jnp.bitwise_and.reduce(u8, axis=1, where=w)),
+                                  np.bitwise_and.reduce(u8, axis=1, where=w))
+    # maximum/minimum.reduceat need no dtype sentinel (bool has no iinfo)
+    for x in (np.array([True, False, False, True, True]), np.array([3, 250, 0, 7, 1], np.uint8)):
+        for name in ("maximum", "minimum"):
+            got = getattr(jnp, name).reduceat(x, np.array([0, 1, 3]))
+            np.testing.assert_array_equal(np.asarray(got),
+                                          getattr(np, name).reduceat(x, [0, 1, 3]))
+
+
+def test_fmax_fmin_reduceat_all_nan_slice_is_nan():
+    x = np.array([np.nan, 1.0, np.nan, np.nan, -2.0], np.float32)
+    for name in ("fmax", "fmin"):
+        want = getattr(np, name).reduceat(x, [0, 2, 4])
+        got = getattr(jnp, name).reduceat(x, np.array([0, 2, 4]))
+        np.testing.assert_array_equal(np.asarray(got), want)
+        got = nova.jit(getattr(jnp, name).reduceat)(x, np.array([0, 2, 4]))
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_logaddexp_identity_is_minus_inf():
+    assert jnp.logaddexp.identity == np.logaddexp.identity == -np.inf
+    assert jnp.logaddexp2.identity == np.logaddexp2.identity == -np.inf
+    e = np.zeros((0,), np.float32)
+    assert float(jnp.logaddexp.reduce(e)) == float(np.logaddexp.reduce(e)) == -np.inf
+    np.testing.assert_allclose(np.asarray(jnp.logaddexp.reduce(B, axis=1, where=MASKS[1])),
+                               np.logaddexp.reduce(B, axis=1, where=MASKS[1]), rtol=1e-6)
+
+
+def test_add_multiply_accumulate_keep_integer_dtype():
+    jx = jax_np()
+    # jnp.add/multiply.accumulate keep an integer dtype (jnp.cumsum's rule; bool becomes int32)
+    for x in (np.array([100, 100, 3], np.int8), np.array([200, 100, 3], np.uint8),
+              np.array([True, True, False])):
+        for name in ("add", "multiply"):
+            got, want = getattr(jnp, name).accumulate(x), getattr(jx, name).accumulate(x)
+            assert got.dtype == want.dtype, (name, x.dtype)
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert jnp.add.accumulate(np.zeros(0, bool)).dtype == jx.add.accumulate(np.zeros(0, bool)).dtype
+    got = jnp.add.accumulate(np.array([True, False]), dtype=np.bool_)
+    assert got.dtype == np.bool_ and np.asarray(got).tolist() == [True, True]
+
+
+def test_non_reorderable_reduce_takes_one_axis():
+    # NumPy: a non-reorderable ufunc reduces one axis at most, axis=None of a 2-d array included
+    with pytest.raises(ValueError, match="not reorderable"):
+        np.subtract.reduce(np.ones((2, 2)), axis=None)
+    with pytest.raises(ValueError, match="at most one axis"):
+        jnp.subtract.reduce(np.ones((1, 2), np.float32), axis=None)
+    assert float(jnp.subtract.reduce(B[0], axis=None)) == np.subtract.reduce(B[0], axis=None)
+    with pytest.raises(ValueError, match="duplicate"):
+        jnp.add.reduce(B, axis=(1, -1))
+    np.testing.assert_allclose(np.asarray(jnp.subtract.reduce(B, axis=(), initial=10.0)),
+                               np.subtract.reduce(B, axis=(), initial=10.0))

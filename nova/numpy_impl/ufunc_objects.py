@@ -5,8 +5,8 @@ calling the function, and each has NumPy's methods `outer`, `reduce`, `accumulat
 `reduceat`, and the attributes `nin`, `nout`, `identity`. Reductions of the associative
 ufuncs use Nova's reductions and scans (add.reduce is sum, maximum.accumulate is cummax, ...);
 the others fold sequentially along the axis (lax.scan), as NumPy defines them (subtract.reduce
-is a0 - a1 - a2 ...). Arrays are immutable, so `at` returns the updated array (inplace=False,
-as jnp's) and `out=` is refused.
+is a0 - a1 - a2 ..., with initial= it is ((initial - a0) - a1) - ...). Arrays are immutable,
+so `at` returns the updated array (inplace=False, as jnp's) and `out=` is refused.
 """
 
 from __future__ import annotations
@@ -16,26 +16,49 @@ from collections.abc import Callable
 import numpy as np
 
 from nova.core import dtypes
+from nova.core.array import Array
 from nova.core.errors import ShapeError
-from nova.numpy_impl.util import asarray
+from nova.numpy_impl.util import asarray, where_am_i
 
 __all__ = ["ufunc"]
+
+
+def cast_identity(value, dtype) -> np.ndarray:
+    """A host scalar as a 0-d NumPy array of `dtype`, cast as NumPy casts a ufunc's identity: a
+    negative int is its two's-complement value in an unsigned dtype (bitwise_and's -1 is all
+    ones, 255 in uint8) and any value is bool(value) in bool."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.asarray(bool(value))
+    if dtypes.is_unsigned(dtype) and isinstance(value, int | np.integer) and value < 0:
+        return np.asarray(int(value) % 2 ** (8 * dtype.itemsize), dtype)
+    return np.asarray(value, dtype)
+
+
+def _scalar(value, dtype) -> Array:
+    # initial= may be a (traced) Array as in jnp; host scalars are cast as identities are.
+    if isinstance(value, Array):
+        return value.astype(dtype)
+    return asarray(cast_identity(value, dtype))
 
 
 class ufunc:  # noqa: N801 (NumPy's name)
     """A binary elementwise function with NumPy's ufunc methods (numpy.ufunc, jnp.ufunc).
 
     ufunc(func, name, identity=None, reducer=None, accumulator=None, at=None,
-    associative=False): func(x, y) is the elementwise function; reducer(a, axis=...,
-    keepdims=...) and accumulator(a, axis=...) the dedicated reduction and scan when there are
-    (e.g. sum, cumsum), at the name of the `Array.at[...]` update (add, multiply, min, max);
-    associative ufuncs reduce over several axes at once. Raises as documented per method.
+    associative=False, idempotent=False): func(x, y) is the elementwise function;
+    reducer(a, axis=..., keepdims=...) and accumulator(a, axis=...) the dedicated reduction and
+    scan when there are (e.g. sum, cumsum), at the name of the `Array.at[...]` update (add,
+    multiply, min, max); associative ufuncs reduce over several axes at once; idempotent ones
+    (x op x == x: maximum, minimum, fmax, fmin) may repeat an operand, which lets masked
+    reductions without an identity use the reducer. Raises as documented per method.
     """
 
     nin, nout, nargs = 2, 1, 3
 
     def __init__(self, func: Callable, name: str, *, identity=None, reducer=None,
-                 accumulator=None, at: str | None = None, associative: bool = False):
+                 accumulator=None, at: str | None = None, associative: bool = False,
+                 idempotent: bool = False):
         self._func = func
         self.__name__ = name
         self.__doc__ = func.__doc__
@@ -44,6 +67,7 @@ class ufunc:  # noqa: N801 (NumPy's name)
         self._accumulator = accumulator
         self._at = at
         self._associative = associative
+        self._idempotent = idempotent
 
     def __repr__(self):
         return f"<nova.numpy.ufunc '{self.__name__}'>"
@@ -65,14 +89,75 @@ class ufunc:  # noqa: N801 (NumPy's name)
                              f"array of shape {a.shape}")
         return int(axis) % a.ndim
 
-    def _fold(self, a, axis: int):
-        """func folded left to right along `axis` (a0 op a1 op ...): the last carry of a scan."""
-        from nova.control_flow import scan
-        from nova.numpy_impl.shape import moveaxis
+    def _reduce_axes(self, a, axis) -> tuple[int, ...]:
+        axes = tuple(range(a.ndim)) if axis is None else \
+            (axis if isinstance(axis, tuple) else (axis,))
+        norm = [self._axis("reduce", a, ax) for ax in axes]
+        if len(set(norm)) != len(norm):
+            raise ValueError(f"{self.__name__}.reduce: duplicate value in axis={axis!r}")
+        if len(norm) > 1 and not self._associative:
+            # NumPy's rule: a non-reorderable ufunc reduces at most one axis (axis=None too).
+            raise ValueError(f"{self.__name__}.reduce: the ufunc is not associative and "
+                             "commutative (not reorderable), so at most one axis may be "
+                             f"reduced; got axis={axis!r} for an array of shape {a.shape}")
+        return tuple(sorted(norm))
 
-        xs = moveaxis(a, axis, 0)
-        carry, _ = scan(lambda c, x: (self._func(c, x).astype(c.dtype), None), xs[0], xs[1:])
-        return carry
+    def _mask(self, a, where, initial):
+        if where is None:
+            return None
+        if initial is None and self.identity is None:
+            raise ValueError(f"{self.__name__}.reduce: where= needs an identity or an initial "
+                             "value for the masked entries; pass initial=")
+        from nova.numpy_impl.shape import broadcast_to
+
+        mask = asarray(where)
+        if not dtypes.is_bool(mask.dtype):
+            raise TypeError(f"{self.__name__}.reduce: where must be a boolean array, got dtype "
+                            f"{mask.dtype}")
+        return broadcast_to(mask, a.shape)
+
+    def _fold(self, a, axes, initial=None, mask=None):
+        """func folded left to right over `axes` (merged in C order): ((s op a0) op a1) ...,
+        s = initial, else the identity under a mask, else the fold starts at a0. Entries where
+        `mask` is False leave the carry as it is (NumPy's where=)."""
+        from nova.control_flow import scan
+        from nova.numpy_impl.shape import broadcast_to, moveaxis
+        from nova.numpy_impl.ufuncs import where as select
+
+        def merged(x):
+            x = moveaxis(x, axes, tuple(range(len(axes))))
+            return x.reshape((-1,) + x.shape[len(axes):])
+
+        xs = merged(a)
+        start = initial if initial is not None else (None if mask is None else self.identity)
+        if start is None:
+            carry, xs = xs[0], xs[1:]
+        else:
+            carry = broadcast_to(_scalar(start, a.dtype), xs.shape[1:])
+
+        def step(c, x):
+            return self._func(c, x).astype(c.dtype), None
+
+        def masked_step(c, xm):
+            return select(xm[1], self._func(c, xm[0]).astype(c.dtype), c), None
+
+        if mask is None:
+            return scan(step, carry, xs)[0]
+        return scan(masked_step, carry, (xs, merged(mask)))[0]
+
+    def _tree_reduce(self, a, axes, initial, mask):
+        # An associative reduction; masked entries become the identity (or, for an idempotent
+        # ufunc, initial), and initial is then combined exactly once.
+        if mask is not None:
+            from nova.numpy_impl.ufuncs import where as select
+
+            fill = self.identity if self.identity is not None else initial
+            a = select(mask, a, _scalar(fill, a.dtype))
+        res = self._reducer(a, axis=axes, keepdims=False) if self._reducer is not None \
+            else self._fold(a, axes)
+        if initial is not None:
+            res = self._func(_scalar(initial, res.dtype), res).astype(res.dtype)
+        return res
 
     # --- methods -------------------------------------------------------------------------------
     def outer(self, a, b, **kwargs):
@@ -82,49 +167,39 @@ class ufunc:  # noqa: N801 (NumPy's name)
 
     def reduce(self, a, axis=0, dtype=None, out=None, keepdims: bool = False, initial=None,
                where=None):
-        """a reduced along `axis` with func (numpy.ufunc.reduce): axis an int, a tuple (for
-        associative ufuncs) or None (all axes). initial: a first operand of the fold (needed
-        for an empty axis without identity); where: a boolean mask (masked entries count as
-        identity or initial). dtype: the accumulation and result dtype. Raises ValueError for
-        out=, an empty reduction without identity or initial, or a where= without one; TypeError
-        for several axes of a non-associative ufunc."""
+        """a reduced along `axis` with func (numpy.ufunc.reduce): axis an int, a tuple (several
+        axes only for associative ufuncs) or None (all axes). initial: the fold's first operand,
+        ((initial op a0) op a1) ..., combined exactly once (needed for an empty axis without
+        identity). where: a boolean mask broadcast to a's shape; masked entries are skipped
+        (they count as the identity; without one initial= is required). dtype: the
+        accumulation and result dtype; otherwise the reducer's (add.reduce of int8 is int32,
+        as sum). Raises ValueError for out=, an empty reduction or a where= without identity
+        or initial, a duplicate axis, or more than one axis (axis=None of a >1-d array
+        included) for a non-associative ufunc, as NumPy; TypeError for a non-bool where."""
         self._no_out("reduce", out)
         a = asarray(a)
         if dtype is not None:
             a = a.astype(dtypes.canonicalize(dtype, arg_name=f"{self.__name__}.reduce dtype"))
-        axes = tuple(range(a.ndim)) if axis is None else \
-            (axis if isinstance(axis, tuple) else (axis,))
-        axes = tuple(sorted({self._axis("reduce", a, ax) for ax in axes}))
-        if len(axes) > 1 and not self._associative:
-            raise TypeError(f"{self.__name__}.reduce over several axes: the ufunc is not "
-                            "associative and commutative, so the order is undefined; reduce "
-                            "one axis at a time")
-        fill = initial if initial is not None else self.identity
-        if where is not None:
-            if fill is None:
-                raise ValueError(f"{self.__name__}.reduce: where= needs an identity or an "
-                                 "initial value for the masked entries")
-            from nova.numpy_impl.ufuncs import where as select
-
-            a = select(asarray(where), a, asarray(fill, dtype=a.dtype))
-        if any(a.shape[ax] == 0 for ax in axes):
+        axes = self._reduce_axes(a, axis)
+        mask = self._mask(a, where, initial)
+        red = axes
+        if not axes:  # axis=(): every entry reduced on its own, a fold over a new unit axis
+            a, red = a[None], (0,)
+            mask = None if mask is None else mask[None]
+        if any(a.shape[ax] == 0 for ax in red):
+            fill = initial if initial is not None else self.identity
             if fill is None:
                 raise ValueError(f"{self.__name__}.reduce of an empty axis needs an identity "
                                  "or an initial value")
-            shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape)) if keepdims \
-                else tuple(d for i, d in enumerate(a.shape) if i not in axes)
-            from nova.numpy_impl.creation import full
+            from nova.numpy_impl.shape import broadcast_to
 
-            return full(shape, fill, dtype=a.dtype)
-        if not axes:
-            res = a
-        elif self._reducer is not None:
-            res = self._reducer(a, axis=axes, keepdims=False)
+            shape = tuple(d for i, d in enumerate(a.shape) if i not in red)
+            res = broadcast_to(_scalar(fill, a.dtype), shape)
+        elif self._associative and (mask is None or self.identity is not None
+                                    or self._idempotent):
+            res = self._tree_reduce(a, red, initial, mask)
         else:
-            (ax,) = axes
-            res = self._fold(a, ax)
-        if initial is not None and (where is None or self.identity is None):
-            res = self._func(asarray(initial, dtype=res.dtype), res).astype(res.dtype)
+            res = self._fold(a, red, initial, mask)
         if keepdims:
             from nova.numpy_impl.shape import expand_dims
 
@@ -133,20 +208,23 @@ class ufunc:  # noqa: N801 (NumPy's name)
 
     def accumulate(self, a, axis: int = 0, dtype=None, out=None):
         """The running fold along `axis` (numpy.ufunc.accumulate): result[..., i, ...] is
-        a[0] op ... op a[i]; same shape as a. Raises ValueError for out=, ShapeError for an
-        axis out of bounds."""
+        a[0] op ... op a[i]; same shape as a. The dtype is jnp.ufunc.accumulate's: `dtype`
+        when given, else the accumulator's (add/multiply keep an integer dtype, int8 stays
+        int8 and wraps, as jnp.cumsum; bool becomes int32), else a's. Raises ValueError for
+        out= or a 0-d a, ShapeError for an axis out of bounds."""
         self._no_out("accumulate", out)
         a = asarray(a)
         if dtype is not None:
-            a = a.astype(dtypes.canonicalize(dtype, arg_name=f"{self.__name__}.accumulate "
-                                                             "dtype"))
+            dtype = dtypes.canonicalize(dtype, arg_name=f"{self.__name__}.accumulate dtype")
+            a = a.astype(dtype)
         if a.ndim == 0:
             raise ValueError(f"{self.__name__}.accumulate: a 0-d array has no axis")
         axis = self._axis("accumulate", a, axis)
+        if self._accumulator is not None:  # (an empty axis too: its dtype rule still holds)
+            res = self._accumulator(a, axis=axis)
+            return res if dtype is None else res.astype(dtype)
         if a.shape[axis] == 0:
             return a
-        if self._accumulator is not None:
-            return self._accumulator(a, axis=axis)
         if self._associative:
             from nova.ops.composite import associative_scan
 
@@ -187,22 +265,38 @@ class ufunc:  # noqa: N801 (NumPy's name)
             return ref.add(-asarray(b))
         return getattr(ref, self._at)(b)
 
+    def _reduceat_indices(self, idx, n: int, axis: int, shape):
+        from nova.numpy_impl.index_plan import static_value
+
+        v = static_value(idx)
+        if v is None:  # traced: cannot be checked; clipped into range as Nova's gathers are
+            return idx.clip(0, n - 1)
+        bad = v[(v < 0) | (v >= n)]
+        if bad.size:
+            raise IndexError(f"{self.__name__}.reduceat: index {int(bad[0])} is out of bounds "
+                             f"[0, {n}) for axis {axis} of an array of shape {shape}"
+                             f"{where_am_i()}")
+        return idx
+
     def reduceat(self, a, indices, axis: int = 0, dtype=None, out=None):
         """Reductions over the slices a[indices[i]:indices[i+1]] along `axis`
         (numpy.ufunc.reduceat): the last slice runs to the end; where indices[i] >=
         indices[i+1] the result is a[indices[i]]. indices: a 1-d integer array of positions
-        in [0, len), in any order. Each slice is a masked reduction over the whole axis
-        (len(indices) x len work and memory). Supported for the ufuncs with a reduction
-        (add, multiply, maximum, minimum, logical and bitwise and/or/xor). Raises ValueError
-        for out=, NotImplementedError for other ufuncs, TypeError for bad indices,
-        ShapeError for a bad axis."""
+        in [0, len), in any order. Concrete indices are checked; traced ones (an argument
+        of nova.jit, mapped by vmap) cannot be, and out-of-range ones are clipped into
+        [0, len - 1]. Each slice is a masked reduction over the whole axis (len(indices) x
+        len work and memory). Supported for the ufuncs with a reduction and an identity or
+        idempotent (add, multiply, maximum, minimum, fmax, fmin, logical and bitwise
+        and/or/xor). Raises ValueError for out=, NotImplementedError for other ufuncs,
+        TypeError for non-integer or not 1-d indices, IndexError for concrete indices out
+        of [0, len) (any index when len is 0), ShapeError for a bad axis."""
         self._no_out("reduceat", out)
-        if self._reducer is None:
+        if self._reducer is None or (self.identity is None and not self._idempotent):
             raise NotImplementedError(f"{self.__name__}.reduceat is not supported: it needs "
                                       "an associative ufunc with a reduction (add, multiply, "
-                                      "maximum, minimum, logical_*, bitwise_*)")
-        from nova.numpy_impl.ranges import arange
+                                      "maximum, minimum, fmax, fmin, logical_*, bitwise_*)")
         from nova.numpy_impl.joining import concatenate
+        from nova.numpy_impl.ranges import arange
         from nova.numpy_impl.shape import moveaxis
         from nova.numpy_impl.ufuncs import where as select
 
@@ -217,19 +311,18 @@ class ufunc:  # noqa: N801 (NumPy's name)
                             f"got shape {idx.shape} dtype {idx.dtype}")
         xs = moveaxis(a, axis, 0)
         n = xs.shape[0]
+        if n == 0 and idx.shape[0]:
+            raise IndexError(f"{self.__name__}.reduceat: axis {axis} of the array of shape "
+                             f"{a.shape} is empty, so every index is out of bounds")
+        idx = self._reduceat_indices(idx, n, axis, a.shape)
         end = concatenate([idx[1:], asarray([n], dtype=idx.dtype)])
         j = arange(n)
         rows = (j[None, :] >= idx[:, None]) & (j[None, :] < end[:, None])  # (k, n)
         mask = rows.reshape(rows.shape + (1,) * (xs.ndim - 1))
-        if self.identity is not None:
-            fill = self.identity
-        elif dtypes.is_float(a.dtype):
-            fill = -np.inf if self.__name__ in ("maximum", "fmax") else np.inf
-        else:
-            info = dtypes.iinfo(a.dtype)
-            fill = info.min if self.__name__ in ("maximum", "fmax") else info.max
-        filled = select(mask, xs[None], asarray(fill, dtype=a.dtype))
-        res = self._reducer(filled, axis=(1,), keepdims=False)
+        first = xs[idx]  # each slice's first entry
+        # Outside its slice an entry is the identity, or (idempotent ufuncs) the slice's first
+        # entry again: no dtype-dependent sentinel, and fmax of an all-NaN slice stays NaN.
+        fill = _scalar(self.identity, a.dtype) if self.identity is not None else first[:, None]
+        res = self._reducer(select(mask, xs[None], fill), axis=(1,), keepdims=False)
         single = (idx >= end).reshape(idx.shape + (1,) * (xs.ndim - 1))
-        res = select(single, xs[idx.clip(0, n - 1)], res)
-        return moveaxis(res, 0, axis)
+        return moveaxis(select(single, first, res), 0, axis)

@@ -22,7 +22,9 @@ ratios, block norms and clipping, NovoGrad), elementwise (clip, sign, NaN handli
 optimistic gradient), moments (moving averages, bias correction, safe norms), wrappers (masked,
 multi_transform, named_chain, flatten, apply_if_finite, conditional application, lookahead),
 accumulation (MultiSteps, apply_every), inject (inject_hyperparams), alias (the optimizers),
-schedule.
+schedule, misc (freeze, per-example clipping, DoG, ...), monitoring (snapshot, monitor,
+Polyak averaging), linear_algebra (power iteration, matrix inverse p-th roots), and the
+submodules tree_utils (optax.tree_utils) and assignment (the Hungarian method).
 
 The results match optax's (tests/test_optim.py and tests/test_optim_more.py check them against
 optax on the same gradients, eagerly and under nova.jit). optax's extra update arguments are
@@ -35,8 +37,7 @@ optax.schedules; optax's top-level aliases of their functions are here too.
 
 from collections.abc import Callable as _Callable
 
-from nova.optim import losses, schedules
-
+from nova.optim import assignment, losses, schedules, tree_utils
 from nova.optim.accumulation import (
     ApplyEvery,
     MultiSteps,
@@ -125,13 +126,6 @@ from nova.optim.factorized import (
     scale_by_sm3,
 )
 from nova.optim.inject import InjectHyperparamsState, inject_hyperparams
-from nova.optim.lbfgs import (
-    ScaleByLBFGSState,
-    lbfgs,
-    polyak_sgd,
-    scale_by_lbfgs,
-    scale_by_polyak,
-)
 from nova.optim.layerwise import (
     ScaleByNovogradState,
     adaptive_grad_clip,
@@ -143,6 +137,14 @@ from nova.optim.layerwise import (
     scale_by_trust_ratio,
     unitwise_norm,
 )
+from nova.optim.lbfgs import (
+    ScaleByLBFGSState,
+    lbfgs,
+    polyak_sgd,
+    scale_by_lbfgs,
+    scale_by_polyak,
+)
+from nova.optim.linear_algebra import matrix_inverse_pth_root, power_iteration
 from nova.optim.linesearch import (
     BacktrackingLinesearchInfo,
     ScaleByBacktrackingLinesearchState,
@@ -175,12 +177,17 @@ from nova.optim.misc import (
     ClipByGlobalNormState,
     ClipState,
     NonNegativeParamsState,
+    ScaleByDistanceOverGradientsState,
     ScaleByTrustRatioState,
     ScaleState,
     freeze,
     normalize_by_update_norm,
+    optimistic_adam,
+    per_example_global_norm_clip,
+    per_example_layer_norm_clip,
     safe_increment,
     safe_int32_increment,
+    scale_by_distance_over_gradients,
     scale_gradient,
     selective_transform,
 )
@@ -191,6 +198,15 @@ from nova.optim.moments import (
     update_infinity_moment,
     update_moment,
     update_moment_per_elem_norm,
+)
+from nova.optim.monitoring import (
+    MonitorState,
+    SnapshotState,
+    incremental_update,
+    measure_with_ema,
+    monitor,
+    periodic_update,
+    snapshot,
 )
 from nova.optim.rms import (
     ScaleByAdaDeltaState,
@@ -238,6 +254,7 @@ from nova.optim.transform import (
     trace,
     weight_decay_mask,
 )
+from nova.optim.tree_utils import tree_map_params
 from nova.optim.wrappers import (
     ApplyIfFiniteState,
     ConditionallyMaskState,
@@ -288,6 +305,14 @@ __all__ = [
     "sigmoid_focal_loss", "smooth_labels", "softmax_cross_entropy",
     "softmax_cross_entropy_with_integer_labels", "squared_error", "value_and_grad_from_state",
     "warmup_constant_schedule", "warmup_exponential_decay_schedule", "with_extra_args_support",
+]
+
+__all__ += [
+    "MonitorState", "ScaleByDistanceOverGradientsState", "SnapshotState", "assignment",
+    "incremental_update", "matrix_inverse_pth_root", "measure_with_ema", "monitor",
+    "optimistic_adam", "per_example_global_norm_clip", "per_example_layer_norm_clip",
+    "periodic_update", "power_iteration", "scale_by_distance_over_gradients", "snapshot",
+    "tree_map_params", "tree_utils",
 ]
 
 __all__ += [

@@ -157,9 +157,19 @@ def _qr_raw(a):
     return q, r * sc
 
 
-def _eigh_raw(a):
+# From this size on eigh / eigvalsh use Householder tridiagonalization, multisection and
+# inverse iteration (eigh_tridiagonal.py) in place of Jacobi (measured crossover, float64).
+EIGH_TRIDIAGONAL_MIN_N = 48
+
+
+def _eigh_raw(a, want_vectors=True):
     sc = _pow2_scale(a)
-    w, v = _eigh_core(a / sc)
+    if a.shape[0] >= EIGH_TRIDIAGONAL_MIN_N:
+        from nova.numpy_impl.eigh_tridiagonal import eigh_core
+
+        w, v = eigh_core(a / sc, want_vectors)
+    else:
+        w, v = _eigh_core(a / sc)
     return w * sc, v
 
 
@@ -873,6 +883,21 @@ def _make_eigh():
 _eigh = None
 
 
+def _eigh_input(a, UPLO, symmetrize_input, name="eigh"):
+    """(the symmetric matrix eigh reads, in its compute dtype; the result dtype)."""
+    jnp = _jnp()
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"{name}: UPLO must be 'L' or 'U', got {UPLO!r}{where_am_i()}")
+    x = _matrix(name, a)
+    dt = x.dtype
+    x = x.astype(_compute_dtype(x))
+    if symmetrize_input:
+        return (x + _mT(x)) * 0.5, dt
+    t = jnp.tril(x) if UPLO in (None, "L") else jnp.triu(x)
+    eye = _iota(x.shape[-1], 0, 2) == _iota(x.shape[-1], 1, 2)
+    return t + _mT(t) - jnp.where(eye, x, jnp.zeros_like(x)), dt
+
+
 def eigh(a, UPLO=None, symmetrize_input=True):
     """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric matrix
     (numpy.linalg.eigh): a @ v[..., :, i] = w[..., i] * v[..., :, i].
@@ -880,23 +905,15 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     a: (..., n, n) float (ints become float32). UPLO 'L' (default) or 'U' names the triangle
     read when symmetrize_input=False; with symmetrize_input=True (jax.numpy's default) a is
     replaced by (a + a^T) / 2. Returns (w (..., n), v (..., n, n)) as an EighResult.
-    Parallel cyclic Jacobi (module docstring); eigenvector signs may differ from LAPACK's.
+    Parallel cyclic Jacobi below n = EIGH_TRIDIAGONAL_MIN_N, from there Householder
+    tridiagonalization, multisection and inverse iteration (eigh_tridiagonal.py); eigenvector
+    signs may differ from LAPACK's.
     Differentiable (Giles 2008; infinite for repeated eigenvalues). Raises ShapeError for a
     non-square input, ValueError for a bad UPLO.
     """
     global _eigh
     jnp = _jnp()
-    if UPLO not in (None, "L", "U"):
-        raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}{where_am_i()}")
-    x = _matrix("eigh", a)
-    dt = x.dtype
-    x = x.astype(_compute_dtype(x))
-    if symmetrize_input:
-        x = (x + _mT(x)) * 0.5
-    else:
-        t = jnp.tril(x) if UPLO in (None, "L") else jnp.triu(x)
-        eye = _iota(x.shape[-1], 0, 2) == _iota(x.shape[-1], 1, 2)
-        x = t + _mT(t) - jnp.where(eye, x, jnp.zeros_like(x))
+    x, dt = _eigh_input(a, UPLO, symmetrize_input)
     if x.shape[-1] == 0:
         return EighResult(jnp.zeros(x.shape[:-1], dt), jnp.zeros(x.shape, dt))
     if _eigh is None:
@@ -905,9 +922,33 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     return EighResult(w.astype(dt), v.astype(dt))
 
 
+@functools.cache
+def _eigvalsh_fn():
+    import nova
+
+    @nova.custom_vjp
+    def eigvalsh2(a):
+        return _eigh_raw(a, False)[0]  # no eigenvectors unless differentiated
+
+    def fwd(a):
+        w, v = _eigh_raw(a)
+        return w, v
+
+    def bwd(v, gw):
+        return ((v * gw[None, :]) @ _mT(v),)  # Giles 2008, 3.1 with V_bar = 0
+
+    eigvalsh2.defvjp(fwd, bwd)
+    return eigvalsh2
+
+
 def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
-    """The eigenvalues (ascending) of a symmetric matrix (numpy.linalg.eigvalsh): eigh's w."""
-    return eigh(a, UPLO, symmetrize_input)[0]
+    """The eigenvalues (ascending) of a symmetric matrix (numpy.linalg.eigvalsh): eigh's w;
+    from n = EIGH_TRIDIAGONAL_MIN_N on without computing the eigenvectors (unless
+    differentiated). Arguments, dtypes and errors as eigh's."""
+    if _matrix("eigvalsh", a).shape[-1] < EIGH_TRIDIAGONAL_MIN_N:
+        return eigh(a, UPLO, symmetrize_input)[0]
+    x, dt = _eigh_input(a, UPLO, symmetrize_input, "eigvalsh")
+    return _batched(_eigvalsh_fn(), x, n_batch=x.ndim - 2).astype(dt)
 
 
 def _svd_tall_core(a):

@@ -113,3 +113,48 @@ def test_bitcast_errors():
         lax.bitcast_convert_type(np.zeros((2, 3), np.uint8), np.float32)
     with pytest.raises(ValueError, match="last axis of size 2"):
         lax.bitcast_convert_type(np.uint16(3), np.float32)
+
+
+def test_dot_general_precision_and_preferred_element_type():
+    a = np.full((4, 8), 100, np.int8)
+    b = np.full((8, 3), 100, np.int8)
+    dn = (((1,), (0,)), ((), ()))
+    for f in (lambda: lax.dot_general(a, b, dn, preferred_element_type=np.int32),
+              lambda: lax.dot(a, b, preferred_element_type=np.int32),
+              lambda: nova.jit(lambda p, q: lax.dot_general(
+                  p, q, dn, preferred_element_type=np.int32))(a, b)):
+        out = f()
+        assert out.dtype == np.int32
+        np.testing.assert_array_equal(np.asarray(out), np.full((4, 3), 80000))  # no int8 wrap
+    x = RNG.standard_normal((3, 4)).astype(np.float16)
+    y = RNG.standard_normal((4, 2)).astype(np.float16)
+    out = lax.dot_general(x, y, dn, precision=lax.Precision.HIGHEST,
+                          preferred_element_type=np.float32)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(out), x.astype(np.float32) @ y.astype(np.float32),
+                               rtol=1e-6)
+    assert lax.dot(x, y, precision=("highest", "default")).dtype == np.float16
+    assert lax.Precision("tensorfloat32") is lax.Precision.HIGH
+    with pytest.raises(ValueError, match="unknown precision 'bogus'"):
+        lax.dot_general(x, y, dn, precision="bogus")
+    with pytest.raises(TypeError, match="preferred_element_type int32 is not a floating type"):
+        lax.dot(x, y, preferred_element_type=np.int32)
+
+
+def test_primitive_objects_by_name():
+    assert lax.exp_p.name == "exp" and lax.dot_general_p.name == "dot_general"
+    assert lax.psum_p.name == "psum" and lax.scan_p.name == "scan"
+    with pytest.raises(AttributeError, match="no attribute 'not_a_primitive_p'"):
+        lax.not_a_primitive_p  # noqa: B018
+
+
+def test_signbit_copysign_and_nextafter_read_the_sign_bit():
+    x = np.array([1.0, -0.0, 0.0, np.nan, -np.nan, -3.0, -np.inf], np.float32)
+    np.testing.assert_array_equal(np.asarray(nova.numpy.signbit(x)), np.signbit(x))
+    np.testing.assert_array_equal(np.asarray(nova.numpy.copysign(2.0, x)), np.copysign(2.0, x))
+    b = np.array([-0.0, 2.0, -np.nan], ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(np.asarray(nova.numpy.signbit(b)), [True, False, True])
+    a = np.array([1.0, 0.0, -1.0, 5.0], np.float32)
+    d = np.array([2.0, -1.0, -2.0, 5.0], np.float32)
+    np.testing.assert_array_equal(np.asarray(nova.numpy.nextafter(a, d)), np.nextafter(a, d))
+    assert nova.numpy.nextafter(1, 2).dtype == np.float32

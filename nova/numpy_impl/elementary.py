@@ -226,8 +226,7 @@ def rint(x, /):
 def signbit(x, /):
     """True where x is negative, -0.0 and -inf included (numpy.signbit); a bool array.
 
-    Integers: x < 0; bools: all False. Deviation from NumPy: a NaN counts as positive whatever
-    its sign bit (Nova has no bitcast).
+    Floats: the IEEE sign bit (a NaN's too, as NumPy); integers: x < 0; bools: all False.
     """
     from nova.numpy_impl.mathfuncs import _signbit
 

@@ -38,6 +38,7 @@ __all__ = [
     "heaviside",
     "hypot",
     "kron",
+    "nextafter",
     "logaddexp",
     "logaddexp2",
     "select",
@@ -110,23 +111,33 @@ def cbrt(x, /):
     return lax.select(ok, step, y)
 
 
+_SIGNED_OF_WIDTH = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
 def _signbit(b):
-    # x < 0, or -0.0 (1 / -0.0 is -inf). NaN counts as positive whatever its sign bit.
-    neg_zero = lax.bitwise_and(lax.eq(b, _zeros(b)),
-                               lax.lt(lax.div(_full(b, 1), b), _zeros(b)))
-    return lax.bitwise_or(lax.lt(b, _zeros(b)), neg_zero)
+    # The IEEE sign bit: the float's bits read as a signed int of its width are negative
+    # (so -0.0 and a NaN with its sign bit set count as negative, as in NumPy).
+    bits = lax.bitcast_convert_type(b, _SIGNED_OF_WIDTH[np.dtype(b.dtype).itemsize])
+    return lax.lt(bits, lax.full_like(bits, 0))
 
 
 def copysign(x1, x2, /):
     """|x1| with the sign of x2 elementwise (numpy.copysign); -0.0 in x2 counts as negative.
 
-    Broadcasts; integer inputs become float32. Deviation: a NaN in x2 counts as positive
-    whatever its sign bit (Nova has no bitcast). Raises ShapeError for shapes that do not
-    broadcast.
+    Broadcasts; integer inputs become float32; a NaN's sign bit counts too. Raises ShapeError
+    for shapes that do not broadcast.
     """
     a, b = promote("copysign", x1, x2, to_inexact=True)
     mag = lax.abs(a)
     return lax.select(_signbit(b), lax.neg(mag), mag)
+
+
+def nextafter(x1, x2, /):
+    """The next representable float after x1 in the direction of x2, elementwise
+    (numpy.nextafter; x2 where they are equal, NaN if either is NaN). Broadcasts; integer
+    inputs become float32. Raises ShapeError for shapes that do not broadcast."""
+    a, b = promote("nextafter", x1, x2, to_inexact=True)
+    return lax.nextafter(a, b)
 
 
 def heaviside(x1, x2, /):

@@ -246,13 +246,16 @@ def select_n(which, *cases):
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """The vector / matrix product of 1-d or 2-d arrays (jax.lax.dot): contracts lhs' last
     axis with rhs' first. Raises ShapeError for other ranks or mismatched sizes."""
+    from nova.ops import lax
+
     jnp = _jnp()
-    x, y = jnp.asarray(lhs), jnp.asarray(rhs)
+    lax._check_precision("dot", precision)
+    x, y, want = lax._accumulating("dot", lhs, rhs, preferred_element_type)
     if x.ndim not in (1, 2) or y.ndim not in (1, 2) or x.shape[-1] != y.shape[0]:
         raise ShapeError(f"dot: shapes {x.shape} and {y.shape} are not 1-d/2-d operands with "
                          "matching contracting sizes")
     out = jnp.matmul(x, y)
-    return out if preferred_element_type is None else out.astype(preferred_element_type)
+    return out if want is None or out.dtype == want else out.astype(want)
 
 
 def batch_matmul(lhs, rhs, precision=None):

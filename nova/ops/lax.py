@@ -4,6 +4,7 @@ import enum
 
 import numpy as np
 
+from nova.core import dtypes
 from nova.ops.composite import (  # noqa: F401
     acos,
     acosh,
@@ -41,7 +42,7 @@ from nova.ops.composite import (  # noqa: F401
     square,
     zeta,
 )
-from nova.ops.contraction import dot_general  # noqa: F401
+from nova.ops.contraction import dot_general as _dot_general
 from nova.ops.convolution import (  # noqa: F401
     conv,
     conv_general_dilated,
@@ -188,6 +189,74 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 - lax
     return select(eq(x, zero), x, select(lt(x, zero), neg(r), r))  # x == 0 keeps its sign
 
 
+class Precision(enum.Enum):
+    """A contraction's precision, as jax.lax.Precision (also given as the strings 'default' /
+    'bfloat16', 'high' / 'tensorfloat32', 'highest' / 'float32'). Nova's CPU kernels always
+    compute float32 contractions in float32 (JAX's CPU backend likewise ignores it); on CUDA the
+    matmul precision is chosen per program (`nova.config` "matmul_precision")."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        names = {"default": cls.DEFAULT, "bfloat16": cls.DEFAULT, "fastest": cls.DEFAULT,
+                 "high": cls.HIGH, "tensorfloat32": cls.HIGH, "highest": cls.HIGHEST,
+                 "float32": cls.HIGHEST}
+        return names.get(value.lower()) if isinstance(value, str) else None
+
+
+def _check_precision(fn: str, precision) -> None:
+    items = precision if isinstance(precision, tuple | list) else (precision,)
+    if isinstance(precision, tuple | list) and len(items) != 2:
+        raise ValueError(f"{fn}: precision must be one value or a pair, got {precision!r}")
+    for p in items:
+        if p is None or isinstance(p, Precision):
+            continue
+        try:
+            Precision(p)
+        except ValueError:
+            raise ValueError(f"{fn}: unknown precision {p!r} (expected a lax.Precision or one "
+                             "of 'default', 'high', 'highest')") from None
+
+
+def _accumulating(fn: str, lhs, rhs, preferred_element_type):
+    """The operands converted to preferred_element_type when it is wider (the contraction then
+    accumulates in it, as XLA does), and the dtype the result must have (or None)."""
+    from nova.numpy_impl.util import asarray as _asarray
+
+    x, y = _asarray(lhs), _asarray(rhs)
+    if preferred_element_type is None:
+        return x, y, None
+    want = dtypes.canonicalize(preferred_element_type, arg_name=f"{fn}: preferred_element_type")
+    for name, a in (("lhs", x), ("rhs", y)):
+        if dtypes.is_float(a.dtype) and not dtypes.is_float(want):
+            raise TypeError(f"{fn}: preferred_element_type {want} is not a floating type, but "
+                            f"{name} has dtype {a.dtype}")
+    if all(np.dtype(a.dtype).itemsize <= want.itemsize for a in (x, y)):
+        x, y = convert_element_type(x, want), convert_element_type(y, want)
+    return x, y, want
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
+    """The general contraction, as jax.lax.dot_general.
+
+    dimension_numbers: ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)), tuples of
+    axes. Result shape: batch axes, then lhs' free axes, then rhs' free axes. dtype: the
+    operands' (promoted), or preferred_element_type, in which the products are accumulated
+    when it is at least as wide (int8 x int8 -> int32 is exact). precision: a Precision, a
+    string or a pair (validated; see Precision). out_sharding is accepted and ignored (one
+    device). Raises ShapeError for mismatched contracting or batch sizes, ValueError for an
+    unknown precision, TypeError for an integer preferred_element_type of float operands.
+    """
+    _check_precision("dot_general", precision)
+    x, y, want = _accumulating("dot_general", lhs, rhs, preferred_element_type)
+    out = _dot_general(x, y, dimension_numbers)
+    return out if want is None or out.dtype == want else convert_element_type(out, want)
+
+
 _UINT_OF_WIDTH = {1: "uint8", 2: "uint16", 4: "uint32", 8: "int64"}  # int64: no uint64
 
 
@@ -257,4 +326,11 @@ def __getattr__(name):
         import nova.collectives as _coll
 
         return getattr(_coll, name)
+    if name.endswith("_p"):  # the primitive objects, by their names (`nova.lax.exp_p`)
+        import nova.collectives  # noqa: F401 - registers its primitives
+        from nova.core.primitive import all_primitives
+
+        prim = all_primitives().get(name[:-2])
+        if prim is not None:
+            return prim
     raise AttributeError(f"module 'nova.lax' has no attribute {name!r}")

@@ -261,8 +261,18 @@ def test_eigh_tridiagonal(rng):
     close(L.eigh_tridiagonal(d, e, eigvals_only=True), want)
     close(L.eigh_tridiagonal(d, e, eigvals_only=True, select="i", select_range=(1, 3)),
           want[1:4])
-    with pytest.raises(NotImplementedError, match="only eigvals_only=True"):
-        L.eigh_tridiagonal(d, e)
+    w, v = L.eigh_tridiagonal(d, e)  # eigenvectors too, as SciPy (JAX has none)
+    ws, vs = sl.eigh_tridiagonal(d, e)
+    close(w, ws)
+    t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    w, v = np.asarray(w), np.asarray(v)
+    np.testing.assert_allclose(t @ v, v * w, atol=1e-5)
+    np.testing.assert_allclose(v.T @ v, np.eye(5), atol=1e-5)
+    np.testing.assert_allclose(np.abs(v), np.abs(vs), atol=1e-4)  # (up to column signs)
+    w1, v1 = L.eigh_tridiagonal(np.float32([3.0]), np.zeros(0, np.float32))
+    assert np.asarray(w1).tolist() == [3.0] and np.asarray(v1).tolist() == [[1.0]]
+    with pytest.raises(NotImplementedError, match="select must be 'a' or 'i'"):
+        L.eigh_tridiagonal(d, e, select="v", select_range=(0.0, 1.0))
     with pytest.raises(ValueError, match=r"d must be \(n,\) and e \(n - 1,\).*\(5,\) and \(5,\)"):
         L.eigh_tridiagonal(d, np.ones(5), eigvals_only=True)
 

@@ -189,21 +189,20 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
 
 
 def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None):
-    """The eigenvalues (ascending) of the symmetric tridiagonal matrix with diagonal d and
-    off-diagonal e (scipy.linalg.eigh_tridiagonal, jax.scipy.linalg.eigh_tridiagonal).
+    """Eigenvalues (ascending) and, with eigvals_only=False, eigenvectors of the symmetric
+    tridiagonal matrix with diagonal d and off-diagonal e (scipy.linalg.eigh_tridiagonal;
+    jax.scipy.linalg.eigh_tridiagonal computes eigenvalues only).
 
-    d: (n,) float, e: (n - 1,) float. eigvals_only must be True (eigenvectors are not
-    implemented, as JAX's: NotImplementedError). select 'a' gives all n eigenvalues, 'i'
+    d: (n,) float, e: (n - 1,) float. Returns w (k,) in the promoted dtype, or (w, v) with v
+    (n, k) orthonormal, column j for w[j] (as SciPy). select 'a' gives all n eigenvalues, 'i'
     those of indices select_range[0] <= i <= select_range[1] (static ints); 'v' raises
-    NotImplementedError, as JAX's. The dense matrix's eigh (Jacobi); tol is unused. Returns
-    (k,) in the promoted dtype. Raises ShapeError for mismatched shapes.
+    NotImplementedError, as JAX's. Eigenvalues by multisection with Sturm counts, eigenvectors by
+    inverse iteration with re-orthogonalization (nova/numpy_impl/eigh_tridiagonal.py); tol is
+    unused (the bisection runs to a few eps * ||T||). Raises ShapeError for mismatched shapes.
     """
-    from nova import numpy as jnp
+    from nova.numpy_impl import eigh_tridiagonal as _tri
     from nova.numpy_impl.util import where_am_i
 
-    if not eigvals_only:
-        raise NotImplementedError("eigh_tridiagonal: only eigvals_only=True is supported"
-                                  f"{where_am_i()}")
     if select not in ("a", "i"):
         raise NotImplementedError(f"eigh_tridiagonal: select must be 'a' or 'i', got "
                                   f"{select!r}{where_am_i()}")
@@ -212,10 +211,17 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     if dd.ndim != 1 or ee.shape != (max(dd.shape[0] - 1, 0),):
         raise _d.ShapeError(f"eigh_tridiagonal: d must be (n,) and e (n - 1,), got shapes "
                             f"{dd.shape} and {ee.shape}{where_am_i()}")
+    from nova import numpy as jnp
+
     dt = jnp.result_type(dd, ee)
-    t = jnp.diag(dd.astype(dt)) + jnp.diag(ee.astype(dt), 1) + jnp.diag(ee.astype(dt), -1)
-    w = _d.eigh(t, symmetrize_input=False)[0]
+    dd, ee = dd.astype(dt), ee.astype(dt)
+    if dd.shape[0] <= 1:  # (the solver's recurrences need an off-diagonal)
+        w, v = dd, jnp.ones((dd.shape[0], dd.shape[0]), dt)
+    else:
+        w = _tri.tridiagonal_eigvals(dd, ee)
+        v = None if eigvals_only else _tri.tridiagonal_eigvecs(dd, ee, w)
     if select == "i":
-        lo, hi = (int(v) for v in select_range)
+        lo, hi = (int(i) for i in select_range)
         w = w[lo:hi + 1]
-    return w
+        v = None if v is None else v[:, lo:hi + 1]
+    return w if eigvals_only else (w, v)

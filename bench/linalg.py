@@ -4,6 +4,7 @@ jax.numpy.linalg (LAPACK through XLA's custom calls) and torch.linalg (LAPACK).
 
     .venv/bin/python bench/linalg.py                 # n = 64 and 256, float64
     .venv/bin/python bench/linalg.py --sizes 32 128 --dtype float32
+    .venv/bin/python bench/linalg.py --ops eigh eigvalsh --sizes 32 48 64 256
 
 Each result is checked against NumPy's (the factorization's identity or the values), then
 frameworks alternate in blocks of calls; the table reports the best time per call and each
@@ -24,6 +25,8 @@ def main() -> None:
     ap.add_argument("--dtype", default="float64", choices=["float32", "float64"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ops", nargs="+", default=None,
+                    help="only these ops (cholesky solve qr eigvalsh eigh svdvals svd)")
     args = ap.parse_args()
     for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[v] = str(args.threads)
@@ -68,6 +71,8 @@ def main() -> None:
                     lambda x: np.linalg.svd(x, full_matrices=False), None),
         }
         for name, (xs, nova_f, np_f, shared) in ops.items():
+            if args.ops is not None and name not in args.ops:
+                continue
             fns = {}
             jitted = nova.jit(nova_f)
             nx = [jnp.asarray(x) for x in xs]

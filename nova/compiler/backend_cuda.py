@@ -18,9 +18,13 @@ of dq and one launch adding into it with atomics); the attention
 pass fuses only the attentions those kernels support (`attention.supports`: float32/float64,
 head dims whose tiles fit shared memory), the others stay matmuls + softmax. Constants too
 large to inline are uploaded once. Control flow (lax.scan, while_loop, cond) compiles its
-functions into CUDA executables of their own, run by a DeviceLoop (nova/gpu/loops.py). Other
-host primitives have no GPU kernel yet: compiling them raises NotImplementedError naming the
-kernel kind.
+functions into CUDA executables of their own, run by a DeviceLoop (nova/gpu/loops.py). Host
+callbacks (pure_callback, io_callback, so debug.print / debug.callback) run as a HostCall
+(nova/gpu/host_call.py) at their place in the launch list: the stream is synchronized, the
+operands copied to the host, the Python function called, its results copied back; such an
+executable is not replayed as a CUDA graph, and inside a loop body the call runs once per
+iteration. Other host primitives have no GPU kernel yet: compiling them raises
+NotImplementedError naming the kernel kind.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from nova.core.errors import CompilerError
 from nova.core.ir import Program
 from nova.gpu.device import describe
 from nova.gpu.executable import CUDAExecutable, GPULaunch
+from nova.gpu.host_call import HostCall
 from nova.gpu.module import LaunchConfig
 
 # Bump when generated GPU code changes meaning or launch ABI: old disk entries then miss.
@@ -283,6 +288,18 @@ def _device_loop(k: Kernel, target: str):
                          [v.type for v in e.outputs])
 
 
+_CALLBACKS = ("host:pure_callback", "host:io_callback")
+
+
+def _host_call_launch(k: Kernel, slot) -> GPULaunch:
+    """The launch of a host-callback kernel: a HostCall (nova/gpu/host_call.py) running the
+    equation's reference on host copies of its operands on every call (never at build time,
+    even when its operands are constants: an effect runs once per execution)."""
+    call = HostCall(k.name, _host_fn(k), [v.type for v in k.inputs], [v.type for v in k.outputs])
+    return GPULaunch(k.name, [slot(v) for v in k.inputs], [slot(v) for v in k.outputs],
+                     [v.type for v in k.outputs], host_call=call, info={"kind": k.kind})
+
+
 def _launch_list(program: Program, fused, kernels: dict, target: str | None = None) -> tuple:
     """(launches, slot types, output slots, per-kernel costs) of `fused` in launch order.
     kernels: {id(fusion kernel): [(codegen kernel, record or None)]}; a None record (a plan
@@ -313,6 +330,11 @@ def _launch_list(program: Program, fused, kernels: dict, target: str | None = No
                                                     [v.type for v in e.outputs],
                                                     **e.params).flops,
                                "bytes": sum(v.type.nbytes for v in [*e.inputs, *e.outputs])})
+            continue
+        if k.kind in _CALLBACKS and not _empty(k):
+            launches.append(_host_call_launch(k, slot))
+            per_kernel.append({"kernel": k.name, "kind": k.kind, "flops": 0,
+                               "bytes": sum(v.type.nbytes for v in [*k.inputs, *k.outputs])})
             continue
         if k.kind.startswith("host:") or _empty(k):
             if k.inputs and not _empty(k):

@@ -6,7 +6,10 @@ by the memory plan, constants are uploaded once; an input gets a buffer of its o
 call needs one (a host value to upload, a donated argument to copy in). The first two calls run
 the launches one by one (the first synchronizes, so a failing kernel is named); later calls
 replay them as a CUDA graph, one per set of input addresses (calls from several threads take
-turns: they share the buffers and the stream).
+turns: they share the buffers and the stream). An executable that reads device values on the
+host mid-run (a while_loop or cond, nova/gpu/loops.py; a host callback, nova/gpu/host_call.py,
+which synchronizes the stream, calls Python and uploads its results) always launches one by
+one (`needs_host`).
 
 Three ways to call it:
 - `exe(values)`: host NumPy arrays in, host arrays out (copied in and back every call).
@@ -117,7 +120,8 @@ class GPULaunch:
     """One kernel launch: entry `entry` of `ptx` over value slots (inputs then outputs).
 
     `kernel` is the codegen Kernel (for the memory plan's in-place rule), None for values
-    computed on the host at build time (`host_value`, e.g. large constants)."""
+    computed on the host at build time (`host_value`, e.g. large constants), for control flow
+    (`loop`) and for host callbacks run on every call (`host_call`)."""
 
     name: str
     inputs: list
@@ -130,6 +134,12 @@ class GPULaunch:
     host_value: list | None = None
     info: dict = field(default_factory=dict)  # registers, shared bytes (from ptxas), kind
     loop: object = None  # a control-flow equation's DeviceLoop (nova/gpu/loops.py)
+    host_call: object = None  # a host callback's HostCall (nova/gpu/host_call.py), per call
+
+
+def _runner(launch: GPULaunch):
+    """The DeviceLoop or HostCall queueing launch `launch` (None for a kernel or a constant)."""
+    return launch.loop if launch.loop is not None else launch.host_call
 
 
 class CUDAExecutable:
@@ -148,10 +158,12 @@ class CUDAExecutable:
         self.target = target
         self.use_graph = use_graph
         self.output_types = [slot_types[s] for s in output_slots]  # results' types
-        self._kernel_written = {s for l in launches if l.ptx is not None or l.loop is not None
-                                for s in l.outputs}
-        # A while or a cond reads device values on the host mid-run: no CUDA graph then.
-        self.needs_host = any(l.loop is not None and l.loop.needs_host for l in launches)
+        self._kernel_written = {s for l in launches for s in l.outputs
+                                if l.ptx is not None or _runner(l) is not None}
+        # A while, a cond or a host callback reads device values on the host mid-run (and a
+        # callback is Python, which a graph cannot replay): no CUDA graph then.
+        self.needs_host = any(_runner(l) is not None and _runner(l).needs_host
+                              for l in launches)
         if self.needs_host:
             self.use_graph = False
         self.direct = False  # prepared for call_direct (set by its first call)
@@ -220,9 +232,10 @@ class CUDAExecutable:
                 self.addr[s] = self.addr[root]
         self.functions = []
         for launch in self.launches:
-            if launch.loop is not None:
-                launch.loop.prepare(ordinal)
-                self.functions.append(launch.loop)
+            runner = _runner(launch)
+            if runner is not None:
+                runner.prepare(ordinal)
+                self.functions.append(runner)
                 continue
             if launch.host_value is not None:
                 for s, value in zip(launch.outputs, launch.host_value, strict=True):
@@ -243,7 +256,7 @@ class CUDAExecutable:
         for launch, fn in zip(self.launches, self.functions, strict=True):
             if fn is None:
                 continue
-            if launch.loop is not None:
+            if _runner(launch) is not None:
                 fn.queue([addr[s] for s in launch.inputs], [addr[s] for s in launch.outputs],
                          stream)
                 continue

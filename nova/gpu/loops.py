@@ -19,7 +19,9 @@ counterpart of the CPU's native loops (nova/runtime/launcher.py `nova_scan`):
 - cond: the index is copied to the host (a synchronize), clamped as lax.switch does, and the
   chosen branch's kernels run into the outputs.
 An executable holding a while or a cond reads device values on the host mid-run, so it is not
-replayed as a CUDA graph (`needs_host`). A Region output no kernel writes (an operand passed
+replayed as a CUDA graph (`needs_host`); neither is a scan whose body calls Python (a host
+callback, nova/gpu/host_call.py, which then runs once per iteration, in the body's launch
+order, as its Region executable's launch list queues it). A Region output no kernel writes (an operand passed
 through, a constant, a value two outputs show) is copied into place after the Region runs.
 """
 
@@ -51,7 +53,7 @@ class DeviceLoop:
         self.in_types = list(in_types)
         self.out_types = list(out_types)
         # Reads device values on the host mid-run (no CUDA graph): a while or a cond, here or
-        # in a Region.
+        # in a Region, or a host callback in a Region.
         self.needs_host = prim != "scan" or any(getattr(exe, "needs_host", False)
                                                 for exe in regions.values())
         self.ordinal = None

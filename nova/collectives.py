@@ -159,21 +159,28 @@ def _gather_rule(x, *, axis_name, axis_size, axis, tiled):
     return TensorType(tuple(shape), x.dtype)
 
 
+def _split(fn: str, what: str, x, d: int, n: int, tiled: bool) -> list:
+    """x's shape with axis d split over n members: divided by n (tiled; a multiple of n) or
+    removed (it must equal n). Raises ValueError otherwise."""
+    shape = list(x.shape)
+    if tiled and shape[d] % n or not tiled and shape[d] != n:
+        need = f"a multiple of {n}" if tiled else f"equal to the axis size {n}"
+        raise ValueError(f"{fn}: {what} {d} of the operand of shape {tuple(x.shape)} must be "
+                         f"{need}")
+    if tiled:
+        shape[d] //= n
+    else:
+        del shape[d]
+    return shape
+
+
 def _scatter_rule(x, *, axis_name, axis_size, scatter_dimension, tiled):
     d = scatter_dimension
     if not 0 <= d < x.ndim:
         raise ValueError(f"psum_scatter: scatter_dimension {d} is out of range for an operand "
                          f"of shape {tuple(x.shape)}")
-    n, shape = axis_size, list(x.shape)
-    if tiled and shape[d] % n or not tiled and shape[d] != n:
-        need = f"a multiple of {n}" if tiled else f"equal to the axis size {n}"
-        raise ValueError(f"psum_scatter: dimension {d} of the operand of shape "
-                         f"{tuple(x.shape)} must be {need}")
-    if tiled:
-        shape[d] //= n
-    else:
-        del shape[d]
-    return TensorType(tuple(shape), x.dtype)
+    return TensorType(tuple(_split("psum_scatter", "dimension", x, d, axis_size, tiled)),
+                      x.dtype)
 
 
 def _permute_rule(x, *, axis_name, axis_size, perm):
@@ -186,20 +193,14 @@ def _permute_rule(x, *, axis_name, axis_size, perm):
 
 
 def _a2a_rule(x, *, axis_name, axis_size, split_axis, concat_axis, tiled):
-    n, shape = axis_size, list(x.shape)
     if not 0 <= split_axis < x.ndim or not 0 <= concat_axis < x.ndim:
         raise ValueError(f"all_to_all: split_axis {split_axis} and concat_axis {concat_axis} "
                          f"must be axes of the operand of shape {tuple(x.shape)}")
-    if tiled and shape[split_axis] % n or not tiled and shape[split_axis] != n:
-        need = f"a multiple of {n}" if tiled else f"equal to the axis size {n}"
-        raise ValueError(f"all_to_all: split axis {split_axis} of the operand of shape "
-                         f"{tuple(x.shape)} must be {need}")
+    shape = _split("all_to_all", "split axis", x, split_axis, axis_size, tiled)
     if tiled:
-        shape[split_axis] //= n
-        shape[concat_axis] *= n
+        shape[concat_axis] *= axis_size
     else:
-        del shape[split_axis]
-        shape.insert(concat_axis, n)
+        shape.insert(concat_axis, axis_size)
     return TensorType(tuple(shape), x.dtype)
 
 

@@ -70,6 +70,9 @@ CASES = [
     ((1, 2, 4, 3), (3, 2, 3, 3), (1, 1), ((2, 2), (2, 1)), (2, 2), (1, 1), 1),
     ((2, 3, 9), (2, 3, 4), (3,), "SAME", (1,), (2,), 1),
     ((1, 2, 3, 4, 4), (2, 2, 2, 2, 3), (1, 2, 1), "VALID", (1, 1, 1), (1, 1, 1), 1),
+    # rows of whole vector chunks: the innermost axis padded to multiples of 8 inside
+    ((1, 2, 4, 16), (3, 2, 3, 3), (1, 2), ((1, 1), (2, 0)), (1, 1), (1, 1), 1),
+    ((2, 3, 5, 8), (2, 3, 2, 3), (1, 1), ((0, 1), (1, 3)), (1, 1), (1, 2), 1),
 ]
 
 
@@ -217,6 +220,37 @@ def test_reduce_window_base_dilation(base):
     assert float(np.asarray(g).sum()) == pytest.approx(float(ones.sum()))
     with pytest.raises(ValueError, match="base_dilation must be positive"):
         lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), base_dilation=(0, 1))
+
+
+def test_the_padded_input_is_stored_and_the_patches_are_vector_copies():
+    """Fusion's read_through_windows (nova/compiler/fusion_rules.py): the pad that a 3x3 SAME
+    convolution reads through nine windows is a kernel of its own, padded to whole vector
+    chunks, so neither it nor the patch kernel tests a bound inside a vector chunk (inlined
+    into the patch kernel, column 1's bound made that kernel scalar code); the compiled value
+    and gradients agree with the interpreter's and the definition's."""
+    from nova.compiler.backend_cpu import compile_program
+    from nova.compiler.pipeline import run_passes
+    from nova.core.interpreter import run_program
+
+    x = RNG.standard_normal((2, 3, 4, 16)).astype(np.float32)
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    f = nova.value_and_grad(lambda x, w: jnp.sum(lax.conv(x, w, (1, 1), "SAME") ** 2),
+                            argnums=(0, 1))
+    program = run_passes(nova.make_program(f)(x, w))
+    exe = compile_program(program)
+    got = exe([x, w])
+    for g, r in zip(got, run_program(program, [x, w]), strict=True):
+        np.testing.assert_allclose(g, r, rtol=2e-5, atol=2e-5 * float(np.abs(r).max()))
+    pads = _pads("SAME", (4, 16), (3, 3), (1, 1), (1, 1))
+    want = (_ref_conv(x, w, (1, 1), pads, (1, 1), (1, 1), 1) ** 2).sum()
+    np.testing.assert_allclose(got[0], want, rtol=1e-5)
+    kernels = {tuple(e.prim.name for e in k.kernel.program.eqns if e.prim.name != "constant"):
+               k.kernel for k in exe.launches}
+    (pad,) = [k for ops, k in kernels.items() if ops == ("pad",)]
+    assert pad.outputs[0].type.shape == (2, 3, 6, 32)  # 8 zeros each side of the 16 columns
+    (patches,) = [k for ops, k in kernels.items() if "concatenate" in ops]
+    assert "pad" not in {e.prim.name for e in patches.program.eqns}
+    assert patches.schedule["vector_width"] > 1 and pad.schedule["vector_width"] > 1
 
 
 def test_preferred_element_type_accumulates_in_the_wider_type():

@@ -32,6 +32,7 @@ from nova.compiler.fusion_rules import (  # noqa: F401 - ARG_REDUCTIONS, is_redu
     is_reduction,
     loop_class,
     per_row,
+    read_through_windows,
     reduced_axes,
 )
 from nova.compiler.fusion_sharing import merge_siblings, shared_target
@@ -119,7 +120,8 @@ def fuse(program: Program) -> FusedProgram:
                 continue
         if cls is not None and target is not None and target.kind == "loop" and \
                 can_join(e, cls, target, is_out, consumers, eqns, clones) and \
-                not _sums_matmuls(e, prod, eqns, consumers):
+                not _sums_matmuls(e, prod, eqns, consumers) and \
+                not read_through_windows(e, consumers, eqns):
             target.eqns.append(i)
             group_of[i] = target
             continue

@@ -7,7 +7,10 @@ dot_general, per image and group (out features per group, in features per group 
 offsets) @ (that, output positions), produces the output in (batch, features, spatial...).
 So every convolution runs on Nova's generated GEMM kernels, CPU and GPU alike, and reverse
 mode, forward mode and vmap come from pad, slice, concatenate and dot_general's rules. The
-stacked patches take kernel-size times the input's memory (a 3x3 convolution: 9x).
+stacked patches take kernel-size times the input's memory (a 3x3 convolution: 9x). The padded
+input is a stored kernel of its own (its innermost axis padded to whole vector chunks), so that
+the patches are plain vector copies of it (bench/conv.py's step: the fused, scalar patch
+kernel took ~45 % of it).
 
 `reduce_window` with lax.add, lax.max, lax.min or lax.mul folds the same strided slices
 elementwise (pooling). A float max or min then routes each window's derivative to one element,
@@ -102,17 +105,36 @@ def _ints(name, v, n, default):
     return v
 
 
-def _windows(x, window, strides, dilation, out_shape, lead: int = 0, trail: int = 0):
+def _windows(x, window, strides, dilation, out_shape, lead: int = 0, trail: int = 0,
+             shift=None):
     """The strided slices of x for every window offset, in row-major order of the offsets:
-    x's first `lead` and last `trail` axes whole, the axes between windowed."""
+    x's first `lead` and last `trail` axes whole, the axes between windowed, each window
+    starting `shift` (per windowed axis; default 0) further in."""
     nw = x.ndim - lead - trail
+    shift = shift or [0] * nw
     whole_lo, whole_hi = list(x.shape[:lead]), list(x.shape[x.ndim - trail:])
     for offset in itertools.product(*(range(k) for k in window)):
-        start = [o * d for o, d in zip(offset, dilation, strict=True)]
+        start = [o * d + t for o, d, t in zip(offset, dilation, shift, strict=True)]
         limit = [s + (n - 1) * t + 1 for s, n, t in zip(start, out_shape, strides, strict=True)]
         assert len(start) == nw
         yield sl.slice(x, [0] * lead + start + [0] * trail, whole_lo + limit + whole_hi,
                        [1] * lead + list(strides) + [1] * trail)
+
+
+# The padded input is stored, not evaluated inside the windows' kernel (fusion's
+# read_through_windows, nova/compiler/fusion_rules.py); padding the innermost axis to
+# multiples of this many elements puts the pad's bounds between vector chunks, so that the
+# pad kernel is vector code too (one AVX2 register of float32; AVX-512 hosts take 8 lanes).
+_ALIGN = 8
+
+
+def _aligned_padding(n: int, lo: int, hi: int, interior: int) -> tuple:
+    """(extra low, extra high) zeros for the innermost spatial axis of n elements padded
+    (lo, hi, interior): up to multiples of _ALIGN when n is one (the windows then start
+    `extra low` further in), else none."""
+    if interior or lo < 0 or hi < 0 or n % _ALIGN or (lo % _ALIGN == 0 and hi % _ALIGN == 0):
+        return 0, 0
+    return (-lo) % _ALIGN, (-hi) % _ALIGN
 
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
@@ -174,9 +196,13 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
             raise ValueError(f"conv: padding must be {nsp} (low, high) pairs, got {padding}")
     config = [(0, 0, 0), (0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in
                                        zip(pads, ldil, strict=True)]
-    x = sl.pad(x, np.zeros((), x.dtype), config)
+    grown = [(n - 1) * d + 1 + lo + hi if n else lo + hi for n, (lo, hi), d in
+             zip(x.shape[2:], pads, ldil, strict=True)]
     out_sp = [max(0, (p - k) // s + 1) for p, k, s in
-              zip(x.shape[2:], eff_kernel, strides, strict=True)]
+              zip(grown, eff_kernel, strides, strict=True)]
+    extra_lo, extra_hi = _aligned_padding(x.shape[-1], *config[-1])
+    config[-1] = (config[-1][0] + extra_lo, config[-1][1] + extra_hi, config[-1][2])
+    x = sl.pad(x, np.zeros((), x.dtype), config)
     kk, npos = math.prod(kernel), math.prod(out_sp)
     if 0 in out_sp or n == 0 or o == 0 or kk == 0 or c == 0:
         out = st.full((n, o, *out_sp), 0, x.dtype)
@@ -184,7 +210,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         # One strided slice per kernel offset, each (N, C, output spatial...): copies along
         # the innermost spatial axis, stacked after C into (N, G, C/G x K, positions).
         cols = [st.reshape(p, (n, c, 1, npos))
-                for p in _windows(x, kernel, strides, rdil, out_sp, lead=2)]
+                for p in _windows(x, kernel, strides, rdil, out_sp, lead=2,
+                                  shift=[0] * (nsp - 1) + [extra_lo])]
         patches = cols[0] if len(cols) == 1 else sl.concatenate(cols, 2)
         patches = st.reshape(patches, (n, g, i_per * kk, npos))
         # Per image and group a GEMM (O/G, C/G x K) @ (C/G x K, positions): the kernel is

@@ -251,8 +251,7 @@ def _replay(program, env: dict, size: int) -> None:
             if own is not None and e.prim.name in COLLECTIVES and e.params["axis_name"] == own:
                 outs, mapped = own_rule(e, vals[0], flags[0], size)
             elif e.prim.name in CUSTOM_CALLS:
-                outs = _custom_call(e, vals, flags, size)
-                mapped = any(flags)
+                outs, mapped = _custom_call(e, vals, flags, size, own)
             elif not any(flags):
                 outs = e.prim.bind(*vals, **e.params)
                 mapped = False
@@ -260,22 +259,24 @@ def _replay(program, env: dict, size: int) -> None:
                 outs = e.prim.batch(vals, flags, **e.params)
                 mapped = True
         outs = list(outs) if e.prim.multiple_results else [outs]
-        for v, o in zip(e.outputs, outs, strict=True):
-            env[id(v)] = (o, mapped)
+        marks = mapped if isinstance(mapped, list) else [mapped] * len(outs)
+        for v, o, m in zip(e.outputs, outs, marks, strict=True):
+            env[id(v)] = (o, m)
 
 
-def _custom_call(e, vals, flags, size):
+def _custom_call(e, vals, flags, size, axis_name=None):
     """A custom_vjp / custom_jvp marker: unmapped, recorded as it was; mapped, its arguments,
-    outputs and residuals all mapped and its rule replaced by the rule's vmap. Outside any
-    trace the marker is only its primal outputs."""
+    outputs and residuals all mapped and its rule replaced by the rule's vmap (over
+    axis_name, the replaying vmap's). Outside any trace the marker is only its primal outputs,
+    each mapped as it is. Returns (outputs, their mapped flags: a list, or one bool for all)."""
     n_args, n_out, n_res = e.params["n_args"], e.params["n_out"], e.params["n_res"]
     if current_trace() is None:
-        return tuple(vals[n_args:n_args + n_out])
+        return tuple(vals[n_args:n_args + n_out]), list(flags[n_args:n_args + n_out])
     if not any(flags):
-        return e.prim.bind(*vals, **e.params)
+        return e.prim.bind(*vals, **e.params), False
     from nova.custom_derivatives import batched_rule
 
     n = n_args + n_out + n_res
     main = broadcast_batched(vals[:n], flags[:n], size)
-    params = dict(e.params, rule=batched_rule(e.params["rule"], size))
-    return e.prim.bind(*main, *vals[n:], **params)
+    params = dict(e.params, rule=batched_rule(e.params["rule"], size, axis_name))
+    return e.prim.bind(*main, *vals[n:], **params), True

@@ -324,17 +324,24 @@ def psum(x, axis_name, *, axis_index_groups=None):
     x: a pytree of arrays (or Python scalars) of any shapes and dtypes; every member receives
     the same sum, of x's shapes and dtypes. axis_name: the name given to an enclosing
     `nova.vmap(..., axis_name=...)`, or a tuple of names (the sum over all of them).
-    psum(1, "i") is the axis size. Its VJP is psum of the cotangent (JAX's rule).
+    psum(1, "i") is the axis size; bool leaves are summed as int32 counts. Its VJP is psum of
+    the cotangent (JAX's rule).
     Raises NameError for an unbound axis name, NotImplementedError for axis_index_groups.
     """
     _no_groups(axis_index_groups, "psum")
-    return _reduce(psum_p, "psum", x, axis_name)
+
+    def counted(leaf):  # a bool sums as int32 counts, as in JAX
+        a = _asarray(leaf)
+        return a.astype(dtypes.int32) if a.dtype == dtypes.bool_ else a
+
+    return _reduce(psum_p, "psum", tree_map(counted, x), axis_name)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
     """Elementwise maximum of x over the members of the named axis (or axes), as
-    jax.lax.pmax. Not differentiable (NotImplementedError under grad, as JAX); otherwise as
-    `psum`."""
+    jax.lax.pmax; otherwise as `psum`. A grad inside the vmap raises NotImplementedError, as
+    JAX; differentiated from outside the vmap it is a max over the batch axis (derivative to
+    the maximal member), where JAX raises."""
     _no_groups(axis_index_groups, "pmax")
     return _reduce(pmax_p, "pmax", x, axis_name)
 

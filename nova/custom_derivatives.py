@@ -337,11 +337,12 @@ def _bind_positional(f, args: tuple, kwargs: dict, name: str, kind: str = "custo
     return tuple(bound.args)
 
 
-def batched_rule(rule, size: int):
+def batched_rule(rule, size: int, axis_name=None):
     """The rule of a custom_vjp / custom_jvp call mapped by `nova.vmap` over `size` examples
     (nova/batching.py): the call's arguments, outputs and residuals all gain a leading axis of
     `size`, and the rule is the vmap of the user's (static arguments and non-array residual
-    leaves passed to every example as they are)."""
+    leaves passed to every example as they are), with the mapping vmap's axis_name bound, so
+    collectives in the rule (psum in a checkpoint's recomputation) see the same axis."""
     from nova.batching import vmap
 
     def up(types):
@@ -358,7 +359,7 @@ def batched_rule(rule, size: int):
                     full[i] = a
                 return rule.bwd(*rule.nondiff, tree_unflatten(td, full), g)
 
-            return vmap(one)([leaves[i] for i in pos], g)
+            return vmap(one, axis_name=axis_name)([leaves[i] for i in pos], g)
 
         return _CustomVJPRule(rule.name, bwd, (), rule.arg_trees, rule.out_tree, rule.res_tree,
                               rule.res_static, up(rule.arg_types))
@@ -370,7 +371,7 @@ def batched_rule(rule, size: int):
         def one(p, t):
             return tree_unflatten(rule.out_tree, rule.tangents_out(tree_leaves(p), tree_leaves(t)))
 
-        return None, vmap(one)(primals, tangents)
+        return None, vmap(one, axis_name=axis_name)(primals, tangents)
 
     return _CustomJVPRule(rule.name, jvp, (), rule.arg_trees, rule.out_tree,
                           up(rule.arg_types), up(rule.out_types))

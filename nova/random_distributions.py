@@ -168,11 +168,12 @@ def triangular(key, left, mode, right, shape=None, dtype=None) -> Array:
 
 def generalized_normal(key, p, shape=(), dtype=None) -> Array:
     """Generalized normal floats with density ∝ exp(-|x|^p): S * G^(1/p), G ~ Gamma(1/p) and S
-    a random sign. p > 0 (a float). Same distribution as JAX, not the same numbers."""
+    a random sign. p > 0: a float or an array broadcasting to shape. Same distribution as JAX,
+    not the same numbers."""
     k, d = _start("generalized_normal", key, dtype)
-    shape = _shape("generalized_normal", shape)
+    shape, (p,) = _params("generalized_normal", shape, d, p=p)  # (p may be traced, an array)
     k_g, k_s = _unstack(split(k))
-    g = _gamma_sample(k_g, lax.full(shape, 1.0 / p, d), False)
+    g = _gamma_sample(k_g, 1.0 / p, False)
     return rademacher(k_s, shape, d) * jnp.power(g, 1.0 / p)
 
 

@@ -192,3 +192,82 @@ def test_errors_name_the_axis_and_the_shapes():
         nova.vmap(lambda v: L.psum(v, "i", axis_index_groups=[[0, 1], [2]]), axis_name="i")(X)
     with pytest.raises(ValueError, match=r"all_gather: axis 2 is out of range .* shape \(\)"):
         nova.vmap(lambda v: L.all_gather(v, "i", axis=2), axis_name="i")(X)
+
+
+# --- found by review (session 23): custom rules and checkpoints under a named vmap -------------
+
+XR = (np.arange(12.0).reshape(3, 4) / 7).astype(np.float32)
+
+
+def test_a_checkpoint_recomputes_collectives_over_the_same_axis():
+    def f(lib, np_):
+        return lambda b: np_.sin(b) * lib.lax.psum(b, "i")
+
+    def total(lib, np_, ckpt):
+        return lib.grad(lambda a: np_.sum(lib.vmap(ckpt(f(lib, np_)), axis_name="i")(a)))
+
+    _same(total(nova, jnp, nova.checkpoint)(XR), total(jax, jjnp, jax.checkpoint)(XR), tol=1e-5)
+
+    def scanned(lib, np_, ckpt):
+        body = ckpt(lambda c, y: (np_.sin(c) * lib.lax.psum(y, "i"), c))
+        return lib.grad(lambda a: np_.sum(lib.vmap(lambda b: lib.lax.scan(body, 1.0, b)[0],
+                                                   axis_name="i")(a)))
+
+    _same(scanned(nova, jnp, nova.checkpoint)(XR), scanned(jax, jjnp, jax.checkpoint)(XR),
+          tol=1e-5)
+
+
+def _squared_sum(lib, custom_vjp, psum_in_bwd):
+    @custom_vjp
+    def g(a):
+        return lib.lax.psum(a * a, "i")
+
+    def bwd(r, ct):
+        return (2 * r * (lib.lax.psum(ct, "i") if psum_in_bwd else ct),)
+
+    g.defvjp(lambda a: (g(a), a), bwd)
+    return g
+
+
+def test_custom_vjp_with_collectives_under_vmap():
+    got = nova.vmap(_squared_sum(nova, nova.custom_vjp, False), axis_name="i")(XR)
+    assert got.shape == (3, 4)  # an unmapped output of an eager vmap still gets the batch axis
+    _same(got, jax.vmap(_squared_sum(jax, jax.custom_vjp, False), axis_name="i")(XR))
+    gn = _squared_sum(nova, nova.custom_vjp, True)
+    gj = _squared_sum(jax, jax.custom_vjp, True)
+    _same(nova.vmap(nova.grad(lambda a: jnp.sum(jnp.sin(gn(a)))), axis_name="i")(XR),
+          jax.vmap(jax.grad(lambda a: jjnp.sum(jjnp.sin(gj(a)))), axis_name="i")(XR), tol=1e-5)
+
+    @nova.custom_vjp
+    def h(a, b):
+        return b * 2.0
+
+    h.defvjp(lambda a, b: (h(a, b), None), lambda r, ct: (ct * 0, ct * 2))
+    assert nova.vmap(h, in_axes=(0, None))(XR, XR[0]).shape == (3, 4)
+
+
+def test_custom_jvp_with_collectives_differentiated_outside_the_vmap():
+    def make(lib, custom_jvp, np_):
+        @custom_jvp
+        def g(a):
+            return lib.lax.psum(np_.sin(a), "i")
+
+        @g.defjvp
+        def g_jvp(p, t):
+            return g(p[0]), lib.lax.psum(np_.cos(p[0]) * t[0], "i")
+
+        return g
+
+    gn, gj = make(nova, nova.custom_jvp, jnp), make(jax, jax.custom_jvp, jjnp)
+    assert nova.vmap(gn, axis_name="i")(XR).shape == (3, 4)
+    _same(nova.grad(lambda a: jnp.sum(nova.vmap(gn, axis_name="i")(a)))(XR),
+          jax.grad(lambda a: jjnp.sum(jax.vmap(gj, axis_name="i")(a)))(XR), tol=1e-5)
+
+
+def test_psum_of_bools_counts_as_int32():
+    b = np.array([[True, False], [True, True], [True, False]])
+    got = nova.vmap(lambda v: L.psum(v, "i"), axis_name="i")(b)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(got), [[3, 1]] * 3)
+    got = nova.vmap(lambda v: L.psum(jnp.array([True, False]), "i") + 0 * v, axis_name="i")(X)
+    np.testing.assert_array_equal(np.asarray(got)[0], [3, 0])

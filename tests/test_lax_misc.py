@@ -158,3 +158,8 @@ def test_signbit_copysign_and_nextafter_read_the_sign_bit():
     d = np.array([2.0, -1.0, -2.0, 5.0], np.float32)
     np.testing.assert_array_equal(np.asarray(nova.numpy.nextafter(a, d)), np.nextafter(a, d))
     assert nova.numpy.nextafter(1, 2).dtype == np.float32
+
+
+def test_bitcast_to_the_same_dtype_is_the_operand():
+    b = np.array([True, False, True])
+    np.testing.assert_array_equal(np.asarray(lax.bitcast_convert_type(b, np.bool_)), b)

@@ -349,3 +349,10 @@ def test_bad_input():
     bt = no.scale_by_backtracking_linesearch(3)
     with pytest.raises(ValueError, match="grad' is None"):
         no.value_and_grad_from_state(fn)(x, state=bt.init(x))
+
+
+def test_lbfgs_weights_follow_the_parameters_float_dtype():
+    # found by review (session 23): the 1/<du, dw> weights were float32 for float64 params
+    opt = no.scale_by_lbfgs(memory_size=3)
+    assert opt.init(onp.ones(4, onp.float64)).weights_memory.dtype == onp.float64
+    assert opt.init({"w": onp.ones(2, onp.float32)}).weights_memory.dtype == onp.float32

@@ -310,3 +310,18 @@ def test_bad_inputs_raise():
         nr.orthogonal(KEY, 2.5)
     with pytest.raises(ValueError, match="test_random_distributions.py"):
         nr.rayleigh(KEY, 1.0, dtype=jnp.int32)  # messages name the user's line
+
+
+def test_generalized_normal_takes_array_and_traced_p():
+    # found by review (session 23): p was used as a Python float
+    k = nr.key(3)
+    p = np.array([1.0, 2.0], np.float32)
+    x = nr.generalized_normal(k, p, shape=(2,))
+    assert x.shape == (2,) and np.all(np.isfinite(np.asarray(x)))
+    xs = nova.jit(lambda q: nr.generalized_normal(k, q, shape=(20000,)))(np.float32(2.0))
+    # p = 2: density exp(-x^2), a normal of variance 1/2
+    assert abs(float(np.var(np.asarray(xs))) - 0.5) < 0.03
+    v = nova.vmap(lambda q: nr.generalized_normal(k, q, shape=(3,)))(p)
+    assert v.shape == (2, 3)
+    b = nova.jit(lambda q: nr.ball(k, 3, q, shape=(4,)))(np.float32(1.0))
+    assert b.shape == (4, 3) and np.all(np.abs(np.asarray(b)).sum(-1) <= 1.0)

@@ -276,6 +276,8 @@ def bitcast_convert_type(operand, new_dtype):
     x = _asarray(operand)
     new = _dtypes.canonicalize(new_dtype, arg_name="new_dtype")
     src = np.dtype(x.dtype)
+    if src == new:
+        return x
     if _dtypes.bool_ in (src, new):
         raise TypeError(f"bitcast_convert_type does not reinterpret bool, got {src} to {new}")
     a, b = src.itemsize, new.itemsize

@@ -8,7 +8,7 @@ import numpy as np
 
 import nova.lax as lax
 import nova.numpy as jnp
-from nova.core.pytree import tree_map
+from nova.core.pytree import tree_leaves, tree_map
 from nova.optim.base import (
     GradientTransformation,
     GradientTransformationExtraArgs,
@@ -32,7 +32,8 @@ from nova.optim.zoom import scale_by_zoom_linesearch
 class ScaleByLBFGSState(NamedTuple):
     """State of scale_by_lbfgs: step count (0-d int32), the previous params and updates, the
     last memory_size parameter and update differences (each leaf stacked on a leading axis of
-    size memory_size, a ring buffer) and their weights 1/<du, dw> (float32, (memory_size,))."""
+    size memory_size, a ring buffer) and their weights 1/<du, dw> ((memory_size,), in the
+    parameters' promoted float dtype: float64 for float64 parameters, as optax under x64)."""
 
     count: Any
     params: Any
@@ -69,6 +70,12 @@ def _two_loop(updates, dw, du, rho, gamma, newest):
     return vec
 
 
+def _weights_dtype(params):
+    kinds = [jnp.asarray(p).dtype for p in tree_leaves(params)]
+    floats = [d for d in kinds if jnp.issubdtype(d, jnp.floating)]
+    return jnp.result_type(*floats) if floats else jnp.float32
+
+
 def scale_by_lbfgs(memory_size: int = 10, scale_init_precond: bool = True
                    ) -> GradientTransformation:
     """Multiplies the updates by the L-BFGS approximation of the inverse Hessian, built from
@@ -92,7 +99,7 @@ def scale_by_lbfgs(memory_size: int = 10, scale_init_precond: bool = True
     def init(params):
         stacked = tree_map(lambda p: jnp.zeros((m, *jnp.shape(p)), jnp.asarray(p).dtype), params)
         return ScaleByLBFGSState(zero_count(), zeros_like_tree(params), zeros_like_tree(params),
-                                 stacked, stacked, jnp.zeros((m,), jnp.float32))
+                                 stacked, stacked, jnp.zeros((m,), _weights_dtype(params)))
 
     def update(updates, state, params=None):
         require_params(fn, params)
@@ -113,7 +120,7 @@ def scale_by_lbfgs(memory_size: int = 10, scale_init_precond: bool = True
         dw_mem = tree_map(put, state.diff_params_memory, dw)
         du_mem = tree_map(put, state.diff_updates_memory, du)
         rho = put(state.weights_memory, weight)
-        gamma = jnp.ones((), jnp.float32)
+        gamma = jnp.ones((), state.weights_memory.dtype)
         if scale_init_precond:
             du_sq = tree_vdot(du, du)
             gamma = jnp.where(du_sq > 0.0, curvature / du_sq, 1.0)

@@ -314,41 +314,60 @@ linalg = _linalg_namespace()
 
 def _make_ufuncs():
     """The binary elementwise functions as ufunc objects (numpy_impl/ufunc_objects.py), with
-    their identities, reductions and scans. Array's operators keep calling the functions."""
-    from nova.core import dtypes as _dt
+    their identities, reductions and scans. Array's operators keep calling the functions.
+
+    Each reduction / scan takes dtype= as jnp.ufunc's do: sum, prod, cumsum and cumprod apply
+    their own rule; maximum, minimum, fmax, fmin and the bitwise ones compute in `dtype` (a
+    cast first: they keep a's dtype); the logical ones reduce a's truth values and give them
+    in `dtype` (bool by default)."""
     from nova.numpy_impl.ufunc_objects import cast_identity
     from nova.numpy_impl.ufunc_objects import ufunc as _uf
     from nova.ops import lax as _lax
 
     g = globals()
 
+    def cast_first(red):
+        def f(a, axis, dtype=None, keepdims=False):
+            return red(a if dtype is None else a.astype(dtype), axis=axis, keepdims=keepdims)
+
+        return f
+
+    def cast_result(red):
+        def f(a, axis, dtype=None, keepdims=False):
+            r = red(a, axis=axis, keepdims=keepdims)
+            return r if dtype is None else r.astype(dtype)
+
+        return f
+
+    def scan_cast_first(cum):
+        def f(a, axis, dtype=None):
+            return cum(a if dtype is None else a.astype(dtype), axis)
+
+        return f
+
     def tree(op, ident):  # an associative reduction with an identity: lax.reduce's tree
         def red(a, axis, keepdims=False):
             return _lax.reduce(a, cast_identity(ident, a.dtype), g[op], tuple(axis))
 
-        return red
+        return cast_first(red)
 
     def xor_reduce(a, axis, keepdims=False):
         return g["sum"](a != 0, axis=axis, keepdims=keepdims) % 2 == 1
 
-    def keep_int(cum):  # jnp.add/multiply.accumulate are jnp.cumsum/cumprod: ints keep dtype
-        def acc(a, axis):
-            return cum(a, axis=axis, dtype=a.dtype if _dt.is_int(a.dtype) else None)
-
-        return acc
-
     idem = dict(idempotent=True)
     specs = {
-        "add": dict(identity=0, reducer=g["sum"], accumulator=keep_int(g["cumsum"]), at="add"),
-        "multiply": dict(identity=1, reducer=g["prod"], accumulator=keep_int(g["cumprod"]),
+        "add": dict(identity=0, reducer=g["sum"], accumulator=g["cumsum"], at="add"),
+        "multiply": dict(identity=1, reducer=g["prod"], accumulator=g["cumprod"],
                          at="multiply"),
-        "maximum": dict(reducer=g["max"], accumulator=_lax.cummax, at="max", **idem),
-        "minimum": dict(reducer=g["min"], accumulator=_lax.cummin, at="min", **idem),
-        "fmax": dict(reducer=g["nanmax"], **idem),
-        "fmin": dict(reducer=g["nanmin"], **idem),
-        "logical_and": dict(identity=True, reducer=g["all"]),
-        "logical_or": dict(identity=False, reducer=g["any"]),
-        "logical_xor": dict(identity=False, reducer=xor_reduce),
+        "maximum": dict(reducer=cast_first(g["max"]), accumulator=scan_cast_first(_lax.cummax),
+                        at="max", **idem),
+        "minimum": dict(reducer=cast_first(g["min"]), accumulator=scan_cast_first(_lax.cummin),
+                        at="min", **idem),
+        "fmax": dict(reducer=cast_first(g["nanmax"]), **idem),
+        "fmin": dict(reducer=cast_first(g["nanmin"]), **idem),
+        "logical_and": dict(identity=True, reducer=cast_result(g["all"])),
+        "logical_or": dict(identity=False, reducer=cast_result(g["any"])),
+        "logical_xor": dict(identity=False, reducer=cast_result(xor_reduce)),
         "bitwise_and": dict(identity=-1, reducer=tree("bitwise_and", -1)),
         "bitwise_or": dict(identity=0, reducer=tree("bitwise_or", 0)),
         "bitwise_xor": dict(identity=0, reducer=tree("bitwise_xor", 0)),

@@ -52,13 +52,16 @@ def test_casts_saturate_and_reductions_accumulate_in_int32(dt):
     x = _values(dt, (4, 300))
     s = nova.jit(lambda v: (jnp.sum(v, axis=1), jnp.cumsum(v, axis=1), jnp.max(v),
                             jnp.prod(v[:, :3], axis=1)))(x)
-    assert s[0].dtype == np.int32 and s[1].dtype == np.int32 and s[2].dtype == dt
-    np.testing.assert_array_equal(np.asarray(s[0]), x.astype(np.int64).sum(1).astype(np.int32))
-    np.testing.assert_array_equal(np.asarray(s[1]), np.cumsum(x.astype(np.int32), 1))
+    # as jnp: sums and products accumulate in the 32-bit int of the same signedness, cumsum
+    # keeps the dtype (and wraps, as NumPy's cumsum with dtype=dt)
+    acc = np.uint32 if np.dtype(dt).kind == "u" else np.int32
+    assert s[0].dtype == acc and s[1].dtype == dt and s[2].dtype == dt
+    np.testing.assert_array_equal(np.asarray(s[0]), x.astype(np.int64).sum(1).astype(acc))
+    np.testing.assert_array_equal(np.asarray(s[1]), np.cumsum(x, 1, dtype=dt))
     assert int(s[2]) == int(x.max())
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(np.asarray(s[3]),
-                                      np.prod(x[:, :3].astype(np.int32), 1, dtype=np.int32))
+                                      np.prod(x[:, :3].astype(acc), 1, dtype=acc))
     back = nova.jit(lambda v: (v.astype(jnp.float32) * 0.5, v.astype(jnp.int32),
                                v.astype(jnp.uint8)))(x)
     np.testing.assert_array_equal(np.asarray(back[0]), x.astype(np.float32) * 0.5)

@@ -164,7 +164,7 @@ def test_reductions(fn, shape, axis, keepdims, dtype):
 
 def test_sum_dtypes_follow_jax():
     assert jnp.sum(np.ones(3, np.bool_)).dtype == np.int32
-    assert jnp.sum(np.ones(3, np.uint8)).dtype == np.int32
+    assert jnp.sum(np.ones(3, np.uint8)).dtype == np.uint32  # as jnp: unsigned stays unsigned
     assert jnp.mean(np.ones(3, np.int32)).dtype == np.float32
     assert jnp.sum(np.ones(3, np.float64)).dtype == np.float64
     assert jnp.sum(np.ones(3, np.float32), dtype=np.float64).dtype == np.float64

@@ -74,7 +74,7 @@ def test_prod_options_and_method():
     assert_close(jnp.prod(x, dtype=np.float64), np.prod(x, dtype=np.float64))
     assert jnp.prod(x, dtype=np.float64).dtype == np.float64
     assert_close(jnp.asarray(x).prod(axis=0), np.prod(x, axis=0))
-    assert jnp.prod(np.ones((4,), np.uint8) * 3).dtype == np.int32
+    assert jnp.prod(np.ones((4,), np.uint8) * 3).dtype == np.uint32  # as jnp
     assert int(jnp.prod(np.full((4,), 3, np.uint8))) == 81  # no uint8 wrap-around
 
 

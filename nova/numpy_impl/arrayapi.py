@@ -133,6 +133,12 @@ def _cumulative(name, op, identity, x, axis, dtype, include_initial):
     if a.ndim == 0:
         raise ValueError(f"{name}: x must have at least one dimension{where_am_i()}")
     ax = normalize_axis(axis, a.ndim)
+    if dtype is None and name == "cumulative_sum":
+        # jnp.cumulative_sum's rule is sum's, not cumsum's (small ints widen); its
+        # cumulative_prod keeps cumprod's.
+        from nova.numpy_impl.reductions import _sum_dtype
+
+        dtype = _sum_dtype(a, None)
     out = op(a, axis=ax, dtype=dtype)
     if include_initial:
         shape = list(out.shape)
@@ -144,13 +150,14 @@ def _cumulative(name, op, identity, x, axis, dtype, include_initial):
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     """Running sums along `axis` (the array API's cumulative_sum; cumsum with
     include_initial=True prepending the 0). axis may be omitted for 1-d x only (ValueError
-    otherwise). Small integers accumulate as cumsum's."""
+    otherwise). The dtype is sum's (as jnp's: int8 gives int32, uint8 uint32), or `dtype`."""
     return _cumulative("cumulative_sum", jnp.cumsum, 0, x, axis, dtype, include_initial)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     """Running products along `axis` (the array API's cumulative_prod; include_initial=True
-    prepends the 1). axis may be omitted for 1-d x only (ValueError otherwise)."""
+    prepends the 1). axis may be omitted for 1-d x only (ValueError otherwise). The dtype
+    is cumprod's (as jnp's: int8 stays int8, bool gives int32), or `dtype`."""
     return _cumulative("cumulative_prod", jnp.cumprod, 1, x, axis, dtype, include_initial)
 
 

@@ -21,11 +21,25 @@ def _keep(y, x_shape, axes, keepdims):
 
 
 def _sum_dtype(x, dtype):
+    # jnp.sum's rule: bool and signed ints narrower than int32 sum in int32, unsigned ones in
+    # uint32 (the default int of their signedness); wider ints and floats keep their dtype.
     if dtype is not None:
         return dtypes.canonicalize(dtype)
     if x.dtype == dtypes.bool_ or x.dtype in dtypes.SMALL_INTS:
-        return dtypes.default_int
+        return dtypes.uint32 if dtypes.is_unsigned(x.dtype) else dtypes.default_int
     return x.dtype
+
+
+def _float_result_dtype(name, x, dtype):
+    """mean/var's dtype: `dtype` when given (bool refused, as jnp), else x's when it is a
+    float, else float32."""
+    if dtype is None:
+        return x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float
+    dt = dtypes.canonicalize(dtype, arg_name=f"{name} dtype")
+    if dtypes.is_bool(dt):
+        raise TypeError(f"{name}: dtype bool is not supported (a {name} needs a division); "
+                        f"got input dtype {x.dtype}{where_am_i()}")
+    return dt
 
 
 _LOW = (dtypes.float16, dtypes.bfloat16)
@@ -38,14 +52,19 @@ def _accumulate(x):
 
 
 def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001 - NumPy's name
-    """Sum over `axis` (None: all; int or tuple; negative counts from the end).
+    """Sum over `axis` (None: all; int or tuple; negative counts from the end), jnp.sum.
 
-    bool and uint8 inputs sum in int32; float16/bfloat16 accumulate in float32 and round once.
-    Raises ValueError for an out-of-range or repeated axis.
+    The result dtype is `dtype` when given; else bool, int8 and int16 inputs sum in int32 and
+    uint8 and uint16 in uint32 (jnp.sum's rule), other dtypes keep theirs (int64 stays
+    int64). float16/bfloat16 accumulate in float32 and round once. Integer sums wrap on
+    overflow. Raises ValueError for an out-of-range or repeated axis, TypeError for an
+    unknown dtype.
     """
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim)
     x = lax.convert_element_type(x, _sum_dtype(x, dtype))
+    if x.dtype == dtypes.bool_:  # a bool sum (dtype=bool) is an "or", as jnp's and NumPy's
+        return _keep(lax.reduce_max(x, axes), x.shape, axes, keepdims)
     y = lax.convert_element_type(lax.reduce_sum(_accumulate(x), axes), x.dtype)
     return _keep(y, x.shape, axes, keepdims)
 
@@ -53,7 +72,7 @@ def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001 - NumPy's name
 def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
     """Product over `axis` (None: all; int or tuple; negative counts from the end), numpy.prod.
 
-    bool and uint8 inputs multiply in int32 (as sum); `dtype` overrides. `initial` multiplies the
+    The result dtype is sum's (bool and small ints widen to int32 / uint32); `dtype` overrides. `initial` multiplies the
     result. An empty reduction gives 1. The gradient is exact where the input holds zeros (the
     product of the other elements). Raises ValueError for an out-of-range or repeated axis.
     """
@@ -69,12 +88,13 @@ def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
-    """Arithmetic mean over `axis`; integer inputs give float32, float16/bfloat16 accumulate
-    in float32. Empty reductions give NaN."""
+    """Arithmetic mean over `axis` (jnp.mean); bool and integer inputs give float32,
+    float16/bfloat16 accumulate in float32. An integer `dtype` computes in that dtype (the
+    sum wraps, the division truncates), as jnp. Empty reductions give NaN. Raises TypeError
+    for dtype bool, ValueError for a bad axis."""
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim)
-    dt = dtypes.canonicalize(dtype) if dtype is not None else (
-        x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float)
+    dt = _float_result_dtype("mean", x, dtype)
     x = lax.convert_element_type(x, dt)
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
     s = lax.reduce_sum(_accumulate(x), axes)
@@ -84,23 +104,38 @@ def mean(a, axis=None, dtype=None, keepdims=False):
 
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    """Variance over `axis` computed in two passes (mean, then mean squared deviation)."""
+    """Variance over `axis` computed in two passes (mean, then mean squared deviation), jnp.var.
+
+    The dtype is mean's: x's for a float, float32 for bool and integers, `dtype` when given.
+    An integer `dtype` computes the mean, deviations and division in that dtype (truncating)
+    and, as jnp, gives the result as float32. n - ddof <= 0 gives NaN. Raises TypeError for
+    dtype bool, ValueError for a bad axis.
+    """
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim)
-    dt = dtypes.canonicalize(dtype) if dtype is not None else (
-        x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float)
+    dt = _float_result_dtype("var", x, dtype)
     x = lax.convert_element_type(x, dt)
     wide = _accumulate(x)
-    m = mean(wide, axes, keepdims=True)
+    m = mean(wide, axes, dtype=wide.dtype, keepdims=True)
     d = lax.sub(wide, lax.broadcast_in_dim(m, x.shape, tuple(range(x.ndim))))
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64)) - ddof
     s = lax.reduce_sum(lax.mul(d, d), axes)
+    if not dtypes.is_float(dt):  # jnp: an integer quotient, then NaN where n <= 0 (float32)
+        q = lax.div(s, lax.full(s.shape, builtins.max(n, 1), s.dtype))
+        y = lax.convert_element_type(q, dtypes.result_type(dt, 1.0))
+        if n <= 0:
+            y = lax.full(y.shape, np.nan, y.dtype)
+        return _keep(y, x.shape, axes, keepdims)
     y = lax.div(s, lax.full(s.shape, n if n > 0 else np.nan, s.dtype))
     return _keep(lax.convert_element_type(y, dt), x.shape, axes, keepdims)
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    """Standard deviation: sqrt(var(...))."""
+    """Standard deviation: sqrt(var(...)), jnp.std; shapes and dtypes as var. Raises
+    ValueError for a `dtype` that is not a float (as jnp), else what var raises."""
+    if dtype is not None and not dtypes.is_float(dtypes.canonicalize(dtype, arg_name="std dtype")):
+        raise ValueError(f"std: dtype must be a float dtype, got {dtypes.canonicalize(dtype)}"
+                         f"{where_am_i()}")
     return lax.sqrt(var(a, axis, dtype, ddof, keepdims))
 
 

@@ -10,10 +10,11 @@ __all__ = ["cumsum", "cumprod"]
 
 
 def _accumulation_dtype(x, dtype):
-    # As sum/prod: bool and ints narrower than int32 accumulate in int32 unless a dtype is given.
+    # jnp.cumsum/cumprod's rule (unlike sum's): only bool widens, to int32; every other dtype
+    # accumulates in itself (int8 stays int8 and wraps) unless a dtype is given.
     if dtype is not None:
         return dtypes.canonicalize(dtype)
-    if x.dtype == dtypes.bool_ or x.dtype in dtypes.SMALL_INTS:
+    if x.dtype == dtypes.bool_:
         return dtypes.default_int
     return x.dtype
 
@@ -43,9 +44,9 @@ def _cumulative(name, op):
     what = "sum" if name == "cumsum" else "product"
     f.__doc__ = (
         f"Cumulative {what} along `axis` (numpy.{name}); axis None flattens the input first.\n\n"
-        "The result has the input's shape (1-d of its size when flattened). bool and ints narrower\n"
-        "than int32 accumulate in int32 unless `dtype` is given. Integer accumulation wraps on\n"
-        "overflow. "
+        "The result has the input's shape (1-d of its size when flattened) and, as jnp's, the\n"
+        "input's dtype (int8 stays int8), bool giving int32, unless `dtype` is given. Integer\n"
+        "accumulation wraps on overflow. "
         "Raises ValueError for an axis out of range, TypeError for `out` or an unknown dtype."
     )
     return f

@@ -312,35 +312,51 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return jnp.cumprod(_nan_filled(asarray(a), 1), axis=axis, dtype=dtype, out=out)
 
 
-def _nan_moments(a, axis, dtype, keepdims):
+def _nan_moments(a, axis, dtype):
     x = asarray(a)
-    dt = dtypes.canonicalize(dtype) if dtype is not None else _float_dtype(x)
-    x = lax.convert_element_type(x, dt)
-    ok = lax.bitwise_not(lax.isnan(x))
+    dt = dtypes.canonicalize(dtype, arg_name="dtype") if dtype is not None else _float_dtype(x)
+    if dtypes.is_bool(dt):
+        raise TypeError(f"nanmean/nanvar: dtype bool is not supported; got input dtype {x.dtype}"
+                        f"{where_am_i()}")
+    ok = lax.bitwise_not(lax.isnan(x)) if dtypes.is_float(x.dtype) else \
+        _filled(x.shape, True, dtypes.bool_)
+    # NaNs are found before the cast (to an integer dtype they would become numbers).
+    x = lax.convert_element_type(_nan_filled(x, 0), dt)
     cnt = jnp.sum(ok, axis=axis, dtype=dt, keepdims=True)
-    s = jnp.sum(lax.select(ok, x, _zeros(x)), axis=axis, keepdims=True)
+    s = jnp.sum(x, axis=axis, dtype=dt, keepdims=True)
     return x, ok, cnt, lax.div(s, cnt)
 
 
 def nanmean(a, axis=None, dtype=None, keepdims=False):
-    """The mean of the non-NaN elements along `axis` (numpy.nanmean).
+    """The mean of the non-NaN elements along `axis` (numpy.nanmean, jnp.nanmean).
 
-    Float result (integers give float32); all-NaN or empty slices give NaN. Raises ValueError
-    for an axis out of range or repeated.
+    Float result (bool and integers give float32, as mean: for them this is mean); `dtype`
+    sets it (an integer dtype divides truncating, as jnp). All-NaN or empty slices give NaN.
+    Raises TypeError for dtype bool, ValueError for an axis out of range or repeated.
     """
-    x, _, _, m = _nan_moments(a, axis, dtype, keepdims)
+    x = asarray(a)
+    if not dtypes.is_float(x.dtype):
+        return jnp.mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    _, _, _, m = _nan_moments(x, axis, dtype)
     return m if keepdims else jnp.squeeze(m, axis=normalize_axes(axis, x.ndim))
 
 
 def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
     """The variance of the non-NaN elements along `axis` (numpy.nanvar), divided by
-    count - ddof; NaN where that is not positive. Shapes, dtypes and errors as nanmean."""
-    x, ok, cnt, m = _nan_moments(a, axis, dtype, keepdims)
+    count - ddof; NaN where that is not positive. Shapes, dtypes and errors as nanmean; an
+    integer `dtype` sums in that dtype and, as jnp, divides in float32 and truncates (0 where
+    count - ddof is not positive)."""
+    x, ok, cnt, m = _nan_moments(a, axis, dtype)
     d = lax.select(ok, lax.sub(x, broadcast_to(m, x.shape)), _zeros(x))
-    s = jnp.sum(lax.mul(d, d), axis=axis, keepdims=True)
+    s = jnp.sum(lax.mul(d, d), axis=axis, dtype=x.dtype, keepdims=True)
     dof = lax.sub(cnt, _full(cnt, ddof))
     pos = lax.gt(dof, _zeros(dof))
-    v = lax.select(pos, lax.div(s, lax.select(pos, dof, _full(dof, 1))), _full(s, np.nan))
+    if not dtypes.is_float(x.dtype):
+        f = dtypes.result_type(x.dtype, 1.0)
+        q = lax.div(lax.convert_element_type(s, f), lax.convert_element_type(dof, f))
+        v = lax.convert_element_type(lax.select(pos, q, _filled(q.shape, 0, f)), x.dtype)
+    else:
+        v = lax.select(pos, lax.div(s, lax.select(pos, dof, _full(dof, 1))), _full(s, np.nan))
     return v if keepdims else jnp.squeeze(v, axis=normalize_axes(axis, x.ndim))
 
 

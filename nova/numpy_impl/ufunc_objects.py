@@ -7,6 +7,12 @@ ufuncs use Nova's reductions and scans (add.reduce is sum, maximum.accumulate is
 the others fold sequentially along the axis (lax.scan), as NumPy defines them (subtract.reduce
 is a0 - a1 - a2 ..., with initial= it is ((initial - a0) - a1) - ...). Arrays are immutable,
 so `at` returns the updated array (inplace=False, as jnp's) and `out=` is refused.
+
+Result dtypes are jnp.ufunc's: reduce and accumulate use the dedicated reduction's rule when
+there is one (add.reduce is sum: uint8 gives uint32; add.accumulate is cumsum: int8 stays
+int8), else the dtype func gives for two operands of a's dtype (divide.reduce of ints is
+float32, logical_and.accumulate of uint8 is bool); reduceat keeps a's dtype. An explicit
+dtype= is honoured everywhere (jnp ignores it in reduceat and logaddexp.reduce).
 """
 
 from __future__ import annotations
@@ -35,6 +41,23 @@ def cast_identity(value, dtype) -> np.ndarray:
     return np.asarray(value, dtype)
 
 
+_FOLD_DTYPES: dict = {}
+
+
+def fold_dtype(func, name: str, dtype) -> np.dtype:
+    """The dtype of func(x, y) for x, y of `dtype` (found by tracing func abstractly, cached):
+    the dtype of a fold of func, as jnp.ufunc's reduce and accumulate take it. Raises what
+    func raises for that dtype (TypeError for a bitwise function of floats, ...)."""
+    key = (name, np.dtype(dtype))
+    if key not in _FOLD_DTYPES:
+        from nova.control_flow import trace_region
+        from nova.core.ir import TensorType
+
+        program = trace_region(func, [TensorType((), key[1])] * 2)[0]
+        _FOLD_DTYPES[key] = np.dtype(program.outputs[0].type.dtype)
+    return _FOLD_DTYPES[key]
+
+
 def _scalar(value, dtype) -> Array:
     # initial= may be a (traced) Array as in jnp; host scalars are cast as identities are.
     if isinstance(value, Array):
@@ -47,8 +70,9 @@ class ufunc:  # noqa: N801 (NumPy's name)
 
     ufunc(func, name, identity=None, reducer=None, accumulator=None, at=None,
     associative=False, idempotent=False): func(x, y) is the elementwise function;
-    reducer(a, axis=..., keepdims=...) and accumulator(a, axis=...) the dedicated reduction and
-    scan when there are (e.g. sum, cumsum), at the name of the `Array.at[...]` update (add,
+    reducer(a, axis=..., dtype=..., keepdims=...) and accumulator(a, axis=..., dtype=...) the
+    dedicated reduction and scan when there are (e.g. sum, cumsum; dtype None: their own
+    dtype rule), at the name of the `Array.at[...]` update (add,
     multiply, min, max); associative ufuncs reduce over several axes at once; idempotent ones
     (x op x == x: maximum, minimum, fmax, fmin) may repeat an operand, which lets masked
     reductions without an identity use the reducer. Raises as documented per method.
@@ -88,6 +112,41 @@ class ufunc:  # noqa: N801 (NumPy's name)
             raise ShapeError(f"{self.__name__}.{method}: axis {axis} is out of bounds for an "
                              f"array of shape {a.shape}")
         return int(axis) % a.ndim
+
+    def _dtype(self, method: str, a, dtype, check: bool = False):
+        """The canonical dtype= (None stays None); with `check`, after checking that func
+        takes a's dtype (as jnp's dedicated reductions do: bitwise_and of floats raises
+        even with an integer dtype)."""
+        if dtype is None:
+            return None
+        dtype = dtypes.canonicalize(dtype, arg_name=f"{self.__name__}.{method} dtype")
+        if check:
+            fold_dtype(self._func, self.__name__, a.dtype)
+        return dtype
+
+    def _fold_input(self, method: str, a, dtype):
+        """a cast to the dtype of a fold of func: `dtype`, else func's result dtype. Raises
+        TypeError when func's results do not promote to `dtype` (divide.reduce with
+        dtype=int32); they are cast to it (logical_and.accumulate with dtype=uint8)."""
+        dt = fold_dtype(self._func, self.__name__, a.dtype) if dtype is None else dtype
+        got = fold_dtype(self._func, self.__name__, dt)
+        if dtypes.result_type(got, dt) != dt:
+            raise TypeError(f"{self.__name__}.{method}: dtype {dt} cannot hold the results of "
+                            f"{self.__name__}, which are {got} for {dt} operands")
+        return a.astype(dt)
+
+    def _reduced_dtype(self, a, dtype, tree: bool) -> np.dtype:
+        """The dtype reduce gives `a` (an empty one's too): the reducer's (add.reduce of uint8
+        is uint32), found by tracing it on one element, or a's (cast for a fold)."""
+        if not tree or self.identity is None:
+            return a.dtype
+        from nova.control_flow import trace_region
+        from nova.core.ir import TensorType
+
+        def one(x):
+            return self._reducer(x, axis=(0,), dtype=dtype, keepdims=False)
+
+        return np.dtype(trace_region(one, [TensorType((1,), a.dtype)])[0].outputs[0].type.dtype)
 
     def _reduce_axes(self, a, axis) -> tuple[int, ...]:
         axes = tuple(range(a.ndim)) if axis is None else \
@@ -145,7 +204,7 @@ class ufunc:  # noqa: N801 (NumPy's name)
             return scan(step, carry, xs)[0]
         return scan(masked_step, carry, (xs, merged(mask)))[0]
 
-    def _tree_reduce(self, a, axes, initial, mask):
+    def _tree_reduce(self, a, axes, initial, mask, dtype=None):
         # An associative reduction; masked entries become the identity (or, for an idempotent
         # ufunc, initial), and initial is then combined exactly once.
         if mask is not None:
@@ -153,8 +212,7 @@ class ufunc:  # noqa: N801 (NumPy's name)
 
             fill = self.identity if self.identity is not None else initial
             a = select(mask, a, _scalar(fill, a.dtype))
-        res = self._reducer(a, axis=axes, keepdims=False) if self._reducer is not None \
-            else self._fold(a, axes)
+        res = self._reducer(a, axis=axes, dtype=dtype, keepdims=False)
         if initial is not None:
             res = self._func(_scalar(initial, res.dtype), res).astype(res.dtype)
         return res
@@ -172,20 +230,28 @@ class ufunc:  # noqa: N801 (NumPy's name)
         ((initial op a0) op a1) ..., combined exactly once (needed for an empty axis without
         identity). where: a boolean mask broadcast to a's shape; masked entries are skipped
         (they count as the identity; without one initial= is required). dtype: the
-        accumulation and result dtype; otherwise the reducer's (add.reduce of int8 is int32,
-        as sum). Raises ValueError for out=, an empty reduction or a where= without identity
+        result dtype; otherwise the reducer's (add.reduce of int8 is int32 and of uint8
+        uint32, as sum; maximum.reduce keeps a's), else func's for two operands of a's dtype
+        (divide.reduce of int32 is float32), as jnp.ufunc.reduce. Raises TypeError for a
+        dtype func does not map to itself (divide with dtype=int32) or an `a` func does not
+        take (bitwise_and of floats). Raises ValueError for out=, an empty reduction or a where= without identity
         or initial, a duplicate axis, or more than one axis (axis=None of a >1-d array
         included) for a non-associative ufunc, as NumPy; TypeError for a non-bool where."""
         self._no_out("reduce", out)
         a = asarray(a)
-        if dtype is not None:
-            a = a.astype(dtypes.canonicalize(dtype, arg_name=f"{self.__name__}.reduce dtype"))
+        dtype = self._dtype("reduce", a, dtype, check=self._reducer is not None)
         axes = self._reduce_axes(a, axis)
         mask = self._mask(a, where, initial)
         red = axes
         if not axes:  # axis=(): every entry reduced on its own, a fold over a new unit axis
             a, red = a[None], (0,)
             mask = None if mask is None else mask[None]
+        tree = self._associative and (mask is None or self.identity is not None
+                                      or self._idempotent)
+        if not tree:
+            a = self._fold_input("reduce", a, dtype)
+        elif self.identity is None and dtype is not None:  # max/min: a's dtype is theirs
+            a = a.astype(dtype)
         if any(a.shape[ax] == 0 for ax in red):
             fill = initial if initial is not None else self.identity
             if fill is None:
@@ -194,10 +260,9 @@ class ufunc:  # noqa: N801 (NumPy's name)
             from nova.numpy_impl.shape import broadcast_to
 
             shape = tuple(d for i, d in enumerate(a.shape) if i not in red)
-            res = broadcast_to(_scalar(fill, a.dtype), shape)
-        elif self._associative and (mask is None or self.identity is not None
-                                    or self._idempotent):
-            res = self._tree_reduce(a, red, initial, mask)
+            res = broadcast_to(_scalar(fill, self._reduced_dtype(a, dtype, tree)), shape)
+        elif tree:
+            res = self._tree_reduce(a, red, initial, mask, dtype)
         else:
             res = self._fold(a, red, initial, mask)
         if keepdims:
@@ -210,19 +275,19 @@ class ufunc:  # noqa: N801 (NumPy's name)
         """The running fold along `axis` (numpy.ufunc.accumulate): result[..., i, ...] is
         a[0] op ... op a[i]; same shape as a. The dtype is jnp.ufunc.accumulate's: `dtype`
         when given, else the accumulator's (add/multiply keep an integer dtype, int8 stays
-        int8 and wraps, as jnp.cumsum; bool becomes int32), else a's. Raises ValueError for
-        out= or a 0-d a, ShapeError for an axis out of bounds."""
+        int8 and wraps, as jnp.cumsum; bool becomes int32), else func's for two operands of
+        a's dtype (divide.accumulate of ints is float32, logical_or.accumulate is bool).
+        Raises ValueError for out= or a 0-d a, ShapeError for an axis out of bounds,
+        TypeError as reduce for a dtype or an `a` func does not take."""
         self._no_out("accumulate", out)
         a = asarray(a)
-        if dtype is not None:
-            dtype = dtypes.canonicalize(dtype, arg_name=f"{self.__name__}.accumulate dtype")
-            a = a.astype(dtype)
+        dtype = self._dtype("accumulate", a, dtype)
         if a.ndim == 0:
             raise ValueError(f"{self.__name__}.accumulate: a 0-d array has no axis")
         axis = self._axis("accumulate", a, axis)
         if self._accumulator is not None:  # (an empty axis too: its dtype rule still holds)
-            res = self._accumulator(a, axis=axis)
-            return res if dtype is None else res.astype(dtype)
+            return self._accumulator(a, axis=axis, dtype=dtype)
+        a = self._fold_input("accumulate", a, dtype)
         if a.shape[axis] == 0:
             return a
         if self._associative:
@@ -285,7 +350,8 @@ class ufunc:  # noqa: N801 (NumPy's name)
         in [0, len), in any order. Concrete indices are checked; traced ones (an argument
         of nova.jit, mapped by vmap) cannot be, and out-of-range ones are clipped into
         [0, len - 1]. Each slice is a masked reduction over the whole axis (len(indices) x
-        len work and memory). Supported for the ufuncs with a reduction and an identity or
+        len work and memory). The dtype is a's (add.reduceat of int8 stays int8 and wraps,
+        as jnp's), or `dtype` (a is cast to it first, as NumPy; jnp ignores it). Supported for the ufuncs with a reduction and an identity or
         idempotent (add, multiply, maximum, minimum, fmax, fmin, logical and bitwise
         and/or/xor). Raises ValueError for out=, NotImplementedError for other ufuncs,
         TypeError for non-integer or not 1-d indices, IndexError for concrete indices out
@@ -301,9 +367,8 @@ class ufunc:  # noqa: N801 (NumPy's name)
         from nova.numpy_impl.ufuncs import where as select
 
         a = asarray(a)
-        if dtype is not None:
-            a = a.astype(dtypes.canonicalize(dtype, arg_name=f"{self.__name__}.reduceat "
-                                                             "dtype"))
+        dtype = self._dtype("reduceat", a, dtype, check=True)
+        a = a if dtype is None else a.astype(dtype)
         axis = self._axis("reduceat", a, axis)
         idx = asarray(indices)
         if idx.ndim != 1 or not dtypes.is_int(idx.dtype):
@@ -323,6 +388,7 @@ class ufunc:  # noqa: N801 (NumPy's name)
         # Outside its slice an entry is the identity, or (idempotent ufuncs) the slice's first
         # entry again: no dtype-dependent sentinel, and fmax of an all-NaN slice stays NaN.
         fill = _scalar(self.identity, a.dtype) if self.identity is not None else first[:, None]
-        res = self._reducer(select(mask, xs[None], fill), axis=(1,), keepdims=False)
+        res = self._reducer(select(mask, xs[None], fill), axis=(1,), dtype=a.dtype,
+                            keepdims=False)
         single = (idx >= end).reshape(idx.shape + (1,) * (xs.ndim - 1))
-        return moveaxis(select(single, first, res), 0, axis)
+        return moveaxis(select(single, first, res), 0, axis).astype(a.dtype)

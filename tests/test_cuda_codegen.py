@@ -910,7 +910,7 @@ def test_memory_plan_without_ptx_is_the_executables():
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint16])
 def test_narrow_integer_kernels_simulate_and_assemble(dtype):
     """int8 / int16 / uint16 elementwise (wrapping arithmetic, shifts, division), a cast to
-    float, a row sum (accumulated in int32) and a row max, run by the SIMT simulator against
+    float, a row sum (accumulated in int32, uint32 for uint16) and a row max, run by the SIMT simulator against
     the NumPy reference (CASES' narrow_ints checks their PTX)."""
     fn = _narrow_ints
 
@@ -919,4 +919,5 @@ def test_narrow_integer_kernels_simulate_and_assemble(dtype):
     for g, w in zip(got, want, strict=True):
         assert np.asarray(g).dtype == np.asarray(w).dtype
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
-    assert np.asarray(want[0]).dtype == dtype and np.asarray(want[2]).dtype == np.int32
+    acc = np.uint32 if np.dtype(dtype).kind == "u" else np.int32  # as jnp.sum
+    assert np.asarray(want[0]).dtype == dtype and np.asarray(want[2]).dtype == acc

@@ -169,7 +169,7 @@ def _keepable(e) -> bool:
     from nova.core.trace import CUSTOM_CALLS
 
     return (e.prim.vjp is not None and e.prim.name not in CUSTOM_CALLS
-            and any(dtypes.is_float(v.type.dtype) for v in e.outputs))
+            and any(dtypes.is_inexact(v.type.dtype) for v in e.outputs))
 
 
 def _kept(program, policy) -> list:
@@ -235,7 +235,7 @@ def _saved_outputs(e, saved):
         else:
             cts_in = e.prim.vjp(asarray(cts[0]) if cts[0] is not None else _zeros(outs[0]),
                                 *ins, out=outs[0], **e.params)
-        cts_in = [c if c is not None and dtypes.is_float(v.type.dtype) else None
+        cts_in = [c if c is not None and dtypes.is_inexact(v.type.dtype) else None
                   for c, v in zip(cts_in, e.inputs, strict=True)]
         return tuple(cts_in) + (None,) * len(outs)
 
@@ -285,7 +285,7 @@ def _checkpointed(fun, args, static, leaves, tree, prevent_cse, policy):
         saved = tuple(tuple(env[id(v)] for v in e.outputs) for e in kept)
         return tuple(outs), (xs, saved)
 
-    floats = [k for k, a in enumerate(inputs) if dtypes.is_float(a.dtype)]
+    floats = [k for k, a in enumerate(inputs) if dtypes.is_inexact(a.dtype)]
 
     def bwd(res, cts):
         xs, saved = res

@@ -261,7 +261,7 @@ def _io_bytes(in_types, out_types) -> int:
 
 
 def _is_float(t) -> bool:
-    return dtypes.is_float(t.dtype)
+    return dtypes.is_inexact(t.dtype)
 
 
 def _floats(ts) -> list[int]:

@@ -98,7 +98,7 @@ def _custom_vjp_call_vjp(ct, *primals, out, rule, n_args, n_out, n_res):
             cts += leaves
     args_ct = []
     for j, (c, t) in enumerate(zip(cts, rule.arg_types, strict=True)):
-        if c is None or not dtypes.is_float(t.dtype):
+        if c is None or not dtypes.is_inexact(t.dtype):
             args_ct.append(None)  # a zero cotangent, or an integer argument's (none)
             continue
         c = lax.convert_element_type(current_trace().lift(_as_array_like(c, "cotangent")), t.dtype)
@@ -428,7 +428,7 @@ class _CustomJVPRule:
         trace = current_trace()
         out = []
         for j, (t, ty) in enumerate(zip(leaves, self.out_types, strict=True)):
-            if t is None or not dtypes.is_float(ty.dtype):
+            if t is None or not dtypes.is_inexact(ty.dtype):
                 out.append(lax.full(ty.shape, 0, ty.dtype))
                 continue
             t = lax.convert_element_type(trace.lift(_as_array_like(t, "tangent")), ty.dtype)
@@ -461,10 +461,10 @@ def _custom_jvp_call_vjp(ct, *primals, out, rule, n_args, n_out, n_res):
     ts = [lax.copy(_zeros_like(a)) for a in args]  # each its own variable
     start = len(trace.eqns)
     t_out = rule.tangents_out(args, ts)
-    wrt = [t._var for a, t in zip(args, ts, strict=True) if dtypes.is_float(a.dtype)]
+    wrt = [t._var for a, t in zip(args, ts, strict=True) if dtypes.is_inexact(a.dtype)]
     cts = list(ct) if isinstance(ct, tuple) else [ct]
     got = iter(backward_pass(trace, start, len(trace.eqns), wrt, [t._var for t in t_out], cts))
-    args_ct = [next(got) if dtypes.is_float(a.dtype) else None for a in args]
+    args_ct = [next(got) if dtypes.is_inexact(a.dtype) else None for a in args]
     return tuple(args_ct) + (None,) * (len(primals) - n_args)
 
 

@@ -146,7 +146,7 @@ def backward_pass(trace: Trace, start: int, end: int, wrt: list[Var], outs: list
     for e in source.eqns[start:end]:
         if e.prim.differentiable and any(id(v) in active for v in e.inputs):
             relevant.append(e)
-            active.update(id(o) for o in e.outputs if dtypes.is_float(o.type.dtype))
+            active.update(id(o) for o in e.outputs if dtypes.is_inexact(o.type.dtype))
     env: dict[int, object] = {}
     prev_stage, trace.stage = trace.stage, "bwd"
     try:
@@ -229,7 +229,7 @@ def _jvp_via_vjp(trace: Trace, e, primals, tangents, out_tr):
     cts_in = e.prim.vjp(ct, *primals, out=out, **e.params)
     s = None
     for c, t in zip(cts_in, tangents, strict=True):
-        if c is None or not dtypes.is_float(c.dtype):
+        if c is None or not dtypes.is_inexact(c.dtype):
             continue
         term = lax.reduce_sum(lax.mul(c, t), tuple(range(c.ndim)))
         s = term if s is None else lax.add(s, term)
@@ -267,7 +267,7 @@ def forward_pass(trace: Trace, start: int, end: int, wrt: list[Var], tangents: l
                     t_out = _jvp_via_vjp(trace, e, primals, ts, out_tr)
             t_out = list(t_out) if e.prim.multiple_results else [t_out]
             for v, t in zip(e.outputs, t_out, strict=True):
-                if dtypes.is_float(v.type.dtype):
+                if dtypes.is_inexact(v.type.dtype):
                     tan[id(v)] = t
     return tan
 
@@ -296,7 +296,7 @@ def _check_float_inputs(leaves, names, what):
     for x, n in zip(leaves, names, strict=True):
         d = getattr(x, "dtype", None)
         d = np.dtype(d) if d is not None else dtypes.dtype_of_value(x)
-        if not dtypes.is_float(d):
+        if not dtypes.is_inexact(d):
             raise TypeError(
                 f"{what} requires floating-point inputs, but argument '{n}' has dtype {d}. "
                 "Integer and bool inputs have no gradient: convert with .astype(float32) or "
@@ -357,13 +357,19 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     return result, vjp_fn
 
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False):
     """Returns a function computing `(f(*args), grad)` from one program (forward and backward).
 
     f must return a scalar float (or `(scalar, aux)` with has_aux=True, giving
     `((value, aux), grad)`). `grad` has the structure of args[argnums] (a tuple of them when
-    argnums is a sequence). Raises TypeError for a non-scalar or non-float output and for
-    integer/bool differentiated arguments.
+    argnums is a sequence). Complex arguments follow JAX's convention: for a real-valued f
+    the gradient is the conjugate of df/dx + i df/dy (grad(abs)(3+4j) is 0.6-0.8j). With
+    holomorphic=True, f returns a complex scalar, every differentiated argument is complex,
+    and the result is f'(z) (grad(lambda z: z**2, holomorphic=True)(1j) is 2j).
+    Raises TypeError for a non-scalar or non-float output (a complex one without
+    holomorphic=True), for integer/bool differentiated arguments, and for real arguments or
+    a real output with holomorphic=True.
     """
     multi = not isinstance(argnums, int)
     nums = tuple(argnums) if multi else (argnums,)
@@ -380,6 +386,13 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         flat, in_tree = tree_flatten(diff)
         leaf_names = [n for i in nums for n in _leaf_names(args[i], names[i])]
         _check_float_inputs(flat, leaf_names, "grad")
+        if holomorphic:
+            for x, n in zip(flat, leaf_names, strict=True):
+                d = getattr(x, "dtype", None)
+                d = np.dtype(d) if d is not None else dtypes.dtype_of_value(x)
+                if not dtypes.is_complex(d):
+                    raise TypeError(f"grad with holomorphic=True requires complex inputs, but "
+                                    f"argument '{n}' has dtype {d}{_where()}")
         scope = _Scope(args, kwargs)
         xs = scope.enter_inputs(flat, leaf_names)
         start = len(scope.trace.eqns)
@@ -406,7 +419,14 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
                     f"shape {o.shape}; use vjp or jacobian-style code for non-scalar outputs"
                     f"{_where()}"
                 )
-            if not dtypes.is_float(o.dtype):
+            if holomorphic and not dtypes.is_complex(o.dtype):
+                raise TypeError(f"grad with holomorphic=True requires a complex output, got "
+                                f"dtype {o.dtype}{_where()}")
+            if not holomorphic and dtypes.is_complex(o.dtype):
+                raise TypeError(f"grad requires a real-valued output, got dtype {o.dtype}; "
+                                f"pass holomorphic=True to differentiate a holomorphic "
+                                f"function{_where()}")
+            if not dtypes.is_inexact(o.dtype):
                 raise TypeError(f"grad requires a float output, got dtype {o.dtype}{_where()}")
             end = len(scope.trace.eqns)
             one = lax.full((), 1, o.dtype)
@@ -422,12 +442,14 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     return vg
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False):
     """The gradient of a scalar function: `grad(f)(*args)` has the structure of args[argnums].
 
-    With has_aux=True returns `(grad, aux)`. Errors as for value_and_grad.
+    With has_aux=True returns `(grad, aux)`. Complex arguments and holomorphic=True as for
+    value_and_grad. Errors as for value_and_grad.
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     def g(*args, **kwargs):
         value, gr = vg(*args, **kwargs)
@@ -569,7 +591,7 @@ def linear_transpose(f: Callable, *primals, reduce_axes=()):
     for x, n in zip(flat, leaf_names, strict=True):
         d = getattr(x, "dtype", None)
         d = np.dtype(d) if d is not None else dtypes.dtype_of_value(x)
-        if not dtypes.is_float(d):
+        if not dtypes.is_inexact(d):
             raise TypeError(f"linear_transpose: argument '{n}' has dtype {d}; a linear "
                             f"function's inputs must be floating point{_where()}")
         zeros.append(np.zeros(tuple(np.shape(x)), d))

@@ -25,7 +25,7 @@ from nova.numpy_impl.util import asarray  # noqa: F401
 # The optional families (filled in by their own modules when present).
 for _mod in ("indexing", "joining", "sorting", "scans", "contractions", "ranges", "misc",
              "mathfuncs", "elementary", "statistics", "searching", "vectorize", "signal",
-             "polynomials", "sets", "arrayapi"):
+             "polynomials", "sets", "arrayapi", "complexfuncs"):
     try:
         _m = __import__(f"nova.numpy_impl.{_mod}", fromlist=["*"])
     except ModuleNotFoundError as _e:
@@ -86,6 +86,11 @@ float16 = _scalar_type("float16", _dtypes.float16)
 bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
 float32 = _scalar_type("float32", _dtypes.float32)
 float64 = _scalar_type("float64", _dtypes.float64)
+complex64 = _scalar_type("complex64", _dtypes.complex64)
+complex128 = _scalar_type("complex128", _dtypes.complex128)
+complex_ = _scalar_type("complex_", _dtypes.default_complex)
+csingle = _scalar_type("csingle", _dtypes.complex64)
+cdouble = _scalar_type("cdouble", _dtypes.complex128)
 # NumPy's aliases: `bool` as the array API's; int_ / float_ are the default int and float (as
 # jax.numpy's without x64: int32, float32); double and single name the C widths; uint is uint32
 # (Nova has no uint64).
@@ -167,8 +172,8 @@ _ISDTYPE_KINDS = {
     "unsigned integer": _dtypes.is_unsigned,
     "integral": _dtypes.is_int,
     "real floating": _dtypes.is_float,
-    "complex floating": lambda d: False,  # Nova has no complex dtypes
-    "numeric": lambda d: _dtypes.is_int(d) or _dtypes.is_float(d),
+    "complex floating": _dtypes.is_complex,
+    "numeric": lambda d: _dtypes.is_int(d) or _dtypes.is_inexact(d),
 }
 
 
@@ -285,8 +290,10 @@ def _attach_methods():
     Array.T = property(lambda self: globals()["transpose"](self))
     Array.mT = property(lambda self: globals()["swapaxes"](self, -1, -2))
     Array.at = property(lambda self: globals()["_IndexUpdateHelper"](self))
-    Array.conj = lambda self: self
-    Array.real = property(lambda self: self)
+    Array.conj = lambda self: globals()["conj"](self)
+    Array.conjugate = Array.conj
+    Array.real = property(lambda self: globals()["real"](self))
+    Array.imag = property(lambda self: globals()["imag"](self))
 
 
 def _method(name):
@@ -386,6 +393,9 @@ def _make_ufuncs():
         spec = specs.get(name, {})
         g[name] = _uf(fn, name, associative=spec.get("reducer") is not None, **spec)
     g["ufunc"] = _uf
+    from nova.numpy_impl.ufunc_folds import frompyfunc
+
+    g["frompyfunc"] = frompyfunc
 
 
 _make_ufuncs()

@@ -309,7 +309,8 @@ def test_dtypes_module():
     assert nova.dtypes.scalar_type_of(X) is float and nova.dtypes.scalar_type_of(True) is bool
     assert nova.dtypes.finfo(np.float32).eps == np.finfo(np.float32).eps
     with pytest.raises(TypeError, match="not supported"):
-        nova.dtypes.canonicalize_dtype(np.complex64)
+        nova.dtypes.canonicalize_dtype(np.uint64)
+    assert nova.dtypes.canonicalize_dtype(complex) == np.complex64
 
 
 # --- found by review (session 23) ---------------------------------------------------------------

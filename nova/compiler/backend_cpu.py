@@ -42,6 +42,7 @@ from nova.compiler.plan_memory import live_bytes, plan_memory
 from nova.core.errors import CompilerError
 from nova.core.ir import Eqn, Program, Var
 from nova.core.primitive import lookup
+from nova.compiler.legalize_complex import has_complex, legalize_complex
 from nova.core.trace import _reference_eval
 from nova.ops.callback import has_effects
 from nova.runtime.executable import CPUExecutable, Launch
@@ -478,6 +479,8 @@ def compile_program(program: Program, *, target: str | None = None,
                     donated=()) -> CPUExecutable:
     """The CPU executable of `program`. donated: indices of inputs whose buffers the call may
     reuse for its values (the jitted function's donate_argnums, flattened)."""
+    if has_complex(program):  # an eager op's Program skips the pass pipeline
+        program = legalize_complex(program)
     if len(program.eqns) > 1:
         _prefetch_launcher()
     fused = fuse(program)

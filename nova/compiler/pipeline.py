@@ -16,6 +16,7 @@ from nova.compiler.barriers import drop_barriers, drop_names
 from nova.compiler.canonicalize import canonicalize, canonicalize_keeping_stop_gradient
 from nova.compiler.cse import cse
 from nova.compiler.dce import dce
+from nova.compiler.legalize_complex import legalize_complex
 from nova.compiler.merge_scans import merge_scans
 from nova.compiler.remat import rematerialize
 from nova.compiler.simplify import simplify
@@ -29,6 +30,7 @@ log = logging.getLogger("nova.compiler")
 # transposes it inserts into their neighbours, and dce drops the replaced subgraph's leftovers.
 PASSES = [
     ("names", drop_names),  # checkpoint_name served its purpose at trace time
+    ("complex", legalize_complex),  # complex values as float pairs: no later pass sees one
     ("canonicalize", canonicalize_keeping_stop_gradient),
     ("simplify", simplify),
     ("cse", cse),

@@ -19,18 +19,24 @@ float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 
 SUPPORTED = (bool_, uint8, uint16, uint32, int8, int16, int32, int64, float16, bfloat16, float32,
-             float64)
+             float64, complex64, complex128)
 # For membership tests on hot paths (a tuple compares a dtype with each entry: ~0.6 us).
 SUPPORTED_SET = frozenset(SUPPORTED)
 FLOATS = (float16, bfloat16, float32, float64)
+# Complex values are pairs of floats: the compiler splits them into their parts before fusion
+# (nova/compiler/legalize_complex.py), so no kernel sees a complex element type.
+COMPLEX = (complex64, complex128)
 INTS = (uint8, uint16, uint32, int8, int16, int32, int64)
 UNSIGNED = (uint8, uint16, uint32)
 # Integers narrower than the default int: sums and products accumulate in int32 (jnp.sum's rule).
 SMALL_INTS = (uint8, uint16, int8, int16)
 
 default_float = float32
+default_complex = complex64
 # Like JAX without x64: a Python int or a list of them becomes int32.
 default_int = int32
 
@@ -48,6 +54,8 @@ MLIR_NAME = {
     bfloat16: "bf16",
     float32: "f32",
     float64: "f64",
+    complex64: "complex<f32>",
+    complex128: "complex<f64>",
 }
 FROM_MLIR = {v: k for k, v in MLIR_NAME.items()}
 
@@ -68,6 +76,11 @@ _ALIASES = {
     "float": float32,
     "float64": float64,
     "double": float64,
+    "complex64": complex64,
+    "complex128": complex128,
+    "complex": default_complex,
+    "cfloat": complex64,
+    "cdouble": complex128,
     "int": default_int,
 }
 
@@ -82,6 +95,8 @@ def canonicalize(dtype, *, arg_name: str = "dtype") -> np.dtype:
         return default_int
     if dtype is builtins.bool:
         return bool_
+    if dtype is builtins.complex:
+        return default_complex
     if isinstance(dtype, str):
         if dtype in _ALIASES:
             return _ALIASES[dtype]
@@ -117,15 +132,45 @@ def is_bool(d) -> bool:
     return np.dtype(d) == bool_
 
 
+def is_complex(d) -> bool:
+    return np.dtype(d) in COMPLEX
+
+
 def is_inexact(d) -> bool:
-    return is_float(d)
+    """Float or complex (numpy.inexact): the dtypes that carry derivatives."""
+    return np.dtype(d) in FLOATS or np.dtype(d) in COMPLEX
+
+
+def real_dtype(d) -> np.dtype:
+    """The dtype of a complex dtype's parts (complex64 -> float32); other dtypes are their own."""
+    d = np.dtype(d)
+    if d == complex64:
+        return float32
+    if d == complex128:
+        return float64
+    return d
+
+
+def complex_dtype(d) -> np.dtype:
+    """The complex dtype whose parts have float dtype d (float64 -> complex128; float16,
+    bfloat16 and float32 -> complex64, as jax.numpy promotes them); complex dtypes are their
+    own. Raises TypeError for a non-float dtype."""
+    d = np.dtype(d)
+    if d in COMPLEX:
+        return d
+    if d not in FLOATS:
+        raise TypeError(f"complex_dtype: {d} is not a floating-point dtype")
+    return complex128 if d == float64 else complex64
 
 
 # --- the promotion lattice (JAX's, restricted to Nova's dtypes) -------------------------------
-# Nodes are dtypes plus the two weak kinds of Python scalars: 'i*' (int) and 'f*' (float).
+# Nodes are dtypes plus the weak kinds of Python scalars: 'i*' (int), 'f*' (float) and 'c*'
+# (complex). A float meets a complex in the complex dtype that holds both (float32 + complex
+# gives complex64, float64 + complex64 gives complex128), as in JAX's lattice.
 # Each node lists its direct supertypes; the join of two types is the least common supertype.
 _WEAK_INT = "i*"
 _WEAK_FLOAT = "f*"
+_WEAK_COMPLEX = "c*"
 _SUPERS = {
     bool_: [_WEAK_INT],
     _WEAK_INT: [uint8, int8],
@@ -136,11 +181,14 @@ _SUPERS = {
     uint32: [int64],
     int32: [int64],
     int64: [_WEAK_FLOAT],
-    _WEAK_FLOAT: [float16, bfloat16],
+    _WEAK_FLOAT: [float16, bfloat16, _WEAK_COMPLEX],
     float16: [float32],
     bfloat16: [float32],
-    float32: [float64],
-    float64: [],
+    float32: [float64, complex64],
+    float64: [complex128],
+    _WEAK_COMPLEX: [complex64],
+    complex64: [complex128],
+    complex128: [],
 }
 
 
@@ -172,6 +220,8 @@ def _materialize(node):
         return default_int
     if node == _WEAK_FLOAT:
         return default_float
+    if node == _WEAK_COMPLEX:
+        return default_complex
     return node
 
 
@@ -185,6 +235,8 @@ def python_scalar_kind(x):
         return _WEAK_INT
     if t is builtins.float:
         return _WEAK_FLOAT
+    if t is builtins.complex:
+        return _WEAK_COMPLEX
     return None
 
 
@@ -217,12 +269,16 @@ def dtype_of_value(x) -> np.dtype:
             return d
         if d.kind == "f":
             return float32 if d.itemsize <= 4 else float64
+        if d.kind == "c":
+            return complex64 if d.itemsize <= 8 else complex128
         if d.kind in "iu":
             return int64 if d.itemsize == 8 else int32
         return canonicalize(d, arg_name="value")
     arr = np.asarray(x)
     if arr.dtype.kind == "f":
         return default_float
+    if arr.dtype.kind == "c":
+        return default_complex
     if arr.dtype.kind in "iu":
         return default_int
     return canonicalize(arr.dtype, arg_name="value")

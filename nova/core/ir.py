@@ -279,7 +279,7 @@ class _Printer:
             return "[" + ", ".join(self.attr(v) for v in val) + "]"
         if isinstance(val, np.ndarray):
             t = TensorType(val.shape, val.dtype)
-            if val.size <= INLINE_CONSTANT_LIMIT:
+            if val.size <= INLINE_CONSTANT_LIMIT and val.dtype.kind != "c":  # complex: resources
                 flat = val.reshape(-1)
                 if val.ndim > 0 and val.size > 0 and np.all(flat == flat[0]) and val.size > 1:
                     body = _fmt_scalar(flat[0], val.dtype)
@@ -347,9 +347,11 @@ def print_program(p: Program, *, debug_info: bool = True) -> str:
 
 # --- parsing ------------------------------------------------------------------------------------
 
-_TYPE_RE = re.compile(r"tensor<([^>]*)>")
+# A tensor type's body may nest one level of angle brackets (`tensor<4xcomplex<f32>>`).
+_TENSOR = r"tensor<(?:[^<>]|<[^<>]*>)*>"
+_TYPE_RE = re.compile(r"tensor<((?:[^<>]|<[^<>]*>)*)>")
 _TOKEN_RE = re.compile(
-    r'\s*(?:(dense_resource<[\w.]+>\s*:\s*tensor<[^>]*>)|(dense<[^>]*>\s*:\s*tensor<[^>]*>)'
+    r'\s*(?:(dense_resource<[\w.]+>\s*:\s*' + _TENSOR + r')|(dense<[^>]*>\s*:\s*' + _TENSOR + r')'
     r'|("(?:[^"\\]|\\.)*")|([\[\],{}=])|([-+\w.]+))'
 )
 
@@ -358,7 +360,12 @@ def parse_type(text: str) -> TensorType:
     m = _TYPE_RE.fullmatch(text.strip())
     if not m:
         raise IRParseError(f"expected a tensor type, got {text!r}")
-    parts = m.group(1).split("x")
+    body = m.group(1)
+    if body.endswith(">"):  # complex<f32>: the element type itself holds an "x"
+        cut = body.rfind("complex<")
+        parts = body[:cut].split("x")[:-1] + [body[cut:]] if cut >= 0 else [body]
+    else:
+        parts = body.split("x")
     el = parts[-1]
     if el not in dtypes.FROM_MLIR:
         raise IRParseError(f"unknown element type {el!r} in {text!r}")

@@ -8,8 +8,7 @@ nova.numpy functions (jit, grad and vmap work unchanged):
   fromfunction;
 - functional updates: put, put_along_axis, place (arrays are immutable: inplace=False);
 - index construction: ix_, mgrid, ogrid, index_exp, s_, mask_indices;
-- real-valued views of NumPy's complex helpers (Nova has no complex dtypes): real, imag, conj,
-  conjugate, angle, iscomplex, isreal, iscomplexobj, isrealobj; isscalar, iterable;
+- isscalar, iterable (the complex helpers real, imag, conj, ... are in complexfuncs.py);
 - host I/O as jax.numpy's (NumPy's readers and writers, converted): save, savez, load,
   frombuffer, fromstring, fromiter, fromfile, from_dlpack, array_str, array_repr and the
   print options; save and savez write a path atomically (a temporary file, then os.replace);
@@ -34,7 +33,6 @@ from nova.core.errors import ShapeError
 from nova.numpy_impl.util import asarray, normalize_axis, where_am_i
 
 __all__ = [
-    "angle",
     "apply_along_axis",
     "apply_over_axes",
     "array_repr",
@@ -43,8 +41,6 @@ __all__ = [
     "block",
     "c_",
     "concat",
-    "conj",
-    "conjugate",
     "copy",
     "cumulative_prod",
     "cumulative_sum",
@@ -59,12 +55,7 @@ __all__ = [
     "fromstring",
     "get_printoptions",
     "i0",
-    "imag",
     "index_exp",
-    "iscomplex",
-    "iscomplexobj",
-    "isreal",
-    "isrealobj",
     "isscalar",
     "iterable",
     "ix_",
@@ -84,7 +75,6 @@ __all__ = [
     "put",
     "put_along_axis",
     "r_",
-    "real",
     "rollaxis",
     "s_",
     "save",
@@ -662,64 +652,6 @@ def mask_indices(n, mask_func, k=0, *, size=None):
     e.g. mask_func=jnp.triu). n and k are static; size as nonzero's."""
     m = mask_func(jnp.ones((n, n), dtypes.int32), k)
     return jnp.nonzero(m, size=size) if size is not None else jnp.nonzero(m)
-
-
-# --- real views of the complex helpers ------------------------------------------------------
-
-
-def real(val, /):
-    """The real part (numpy.real): Nova's arrays are real, so val itself."""
-    return asarray(val)
-
-
-def imag(val, /):
-    """The imaginary part (numpy.imag): zeros of val's shape and dtype (arrays are real)."""
-    a = asarray(val)
-    return jnp.zeros_like(a)
-
-
-def conj(x, /):
-    """The complex conjugate (numpy.conj): x itself (arrays are real)."""
-    return asarray(x)
-
-
-conjugate = conj
-
-
-def angle(z, deg=False):
-    """The argument of z (numpy.angle) for real z: pi where z < 0 (also -0.0), 0 elsewhere, NaN
-    for NaN; in degrees with deg=True. Integer inputs give float32."""
-    from nova.numpy_impl.elementary import signbit
-
-    a = asarray(z)
-    if not dtypes.is_float(a.dtype):
-        a = a.astype(dtypes.default_float)
-    half_turn = 180.0 if deg else math.pi
-    out = jnp.where(signbit(a), jnp.full_like(a, half_turn), jnp.zeros_like(a))
-    return jnp.where(jnp.isnan(a), a, out)
-
-
-def iscomplex(x, /):
-    """False everywhere (numpy.iscomplex: arrays are real), a bool array of x's shape."""
-    return jnp.zeros(asarray(x).shape, dtypes.bool_)
-
-
-def isreal(x, /):
-    """True everywhere (numpy.isreal: arrays are real), a bool array of x's shape."""
-    return jnp.ones(asarray(x).shape, dtypes.bool_)
-
-
-def iscomplexobj(x, /):
-    """Whether x's type is complex (numpy.iscomplexobj): False for Nova arrays; NumPy inputs
-    and Python values by their own dtype."""
-    if isinstance(x, Array):
-        return False
-    return bool(np.iscomplexobj(x))
-
-
-def isrealobj(x, /):
-    """not iscomplexobj(x) (numpy.isrealobj)."""
-    return not iscomplexobj(x)
 
 
 def isscalar(element, /):

@@ -144,7 +144,7 @@ def promote(name: str, *args, to_inexact: bool = False) -> list[Array]:
     if isinstance(first, Array):  # fast path: Arrays of one shape and dtype (x + y)
         aval = first.aval
         if all(isinstance(a, Array) and a.aval == aval for a in args) and \
-                (not to_inexact or dtypes.is_float(aval.dtype)):
+                (not to_inexact or dtypes.is_inexact(aval.dtype)):
             return list(args)
     if len(args) == 2:
         filled = _eager_scalar_operand(*args)
@@ -154,7 +154,7 @@ def promote(name: str, *args, to_inexact: bool = False) -> list[Array]:
         if isinstance(a, str) or a is None:
             raise TypeError(f"{name}: unsupported operand type {type(a).__name__}{where_am_i()}")
     dt = dtypes.result_type(*args)
-    if to_inexact and not dtypes.is_float(dt):
+    if to_inexact and not dtypes.is_inexact(dt):
         dt = dtypes.default_float
     arrs = [asarray(a, dt) if not isinstance(a, Array) else lax.convert_element_type(a, dt) for a in args]
     shape = broadcast_shapes(*(a.shape for a in arrs), name=name)

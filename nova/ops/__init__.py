@@ -7,3 +7,4 @@ from nova.ops import scan, sort  # noqa: F401
 from nova.ops import lax  # noqa: F401
 from nova.ops import attention  # noqa: F401
 from nova.ops import callback  # noqa: F401
+from nova.ops import complex  # noqa: F401

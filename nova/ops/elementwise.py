@@ -31,11 +31,32 @@ def _same_shape_dtype(name):
     return rule
 
 
+# Unary and binary math defined for complex operands too (their NumPy references handle them;
+# the compiler splits them into float arithmetic: nova/compiler/legalize_complex.py).
+COMPLEX_OK = frozenset({"exp", "exp2", "expm1", "log", "log2", "log1p", "tanh", "sinh", "cosh",
+                        "sin", "cos", "tan", "sqrt", "rsqrt", "reciprocal", "pow"})
+
+
 def _float_only(name, rule):
+    complex_ok = name in COMPLEX_OK
+
     def checked(*ts, **params):
         for t in ts:
-            if not dtypes.is_float(t.dtype):
-                raise TypeError(f"{name} needs a floating-point operand, got {t.dtype}")
+            if not dtypes.is_float(t.dtype) and not (complex_ok and dtypes.is_complex(t.dtype)):
+                kind = "floating-point or complex" if complex_ok else "floating-point"
+                raise TypeError(f"{name} needs a {kind} operand, got {t.dtype}")
+        return rule(*ts, **params)
+
+    return checked
+
+
+def _real_only(name, rule):
+    """Refuses complex operands (ordering, rounding and bit operations have no complex form)."""
+
+    def checked(*ts, **params):
+        for t in ts:
+            if dtypes.is_complex(t.dtype):
+                raise TypeError(f"{name} is not defined for complex operands, got {t.dtype}")
         return rule(*ts, **params)
 
     return checked
@@ -67,7 +88,7 @@ def _zero_safe_mul(ct, d):
     Only non-finite partials are masked, so the result stays linear in ct with derivative d
     wherever d is finite (higher-order derivatives through zero cotangents stay exact).
     """
-    if not dtypes.is_float(d.dtype) or _known_finite(d):
+    if not dtypes.is_inexact(d.dtype) or _known_finite(d):
         return mul(ct, d)
     bad = bitwise_and(eq(ct, zeros_like(ct)), bitwise_or(isnan(d), isinf(d)))
     return mul(ct, select(bad, zeros_like(d), d))
@@ -117,10 +138,12 @@ def _unary(name, np_fn, partial, body, *, safe=False, float_only=True):
     )
 
 
-def _binary(name, np_fn, partials, body, *, safe=False, float_only=False):
+def _binary(name, np_fn, partials, body, *, safe=False, float_only=False, real_only=False):
     rule = _same_shape_dtype(name)
     if float_only:
         rule = _float_only(name, rule)
+    if real_only:
+        rule = _real_only(name, rule)
     return Primitive(
         name,
         shape_rule=rule,
@@ -225,7 +248,37 @@ erf_p = _unary(
     lambda x, y: mul(_c(x, 2 / math.sqrt(math.pi)), exp(neg(mul(x, x)))),
     lambda b, x: b.erf(x),
 )
-abs_p = _unary("abs", np.abs, lambda x, y: sign(x), lambda b, x: b.abs(x), float_only=False)
+def _abs_rule(x):
+    return TensorType(x.shape, dtypes.real_dtype(x.dtype))
+
+
+def _complex_sign(x):
+    """x / |x| for complex x, 0 where x == 0."""
+    r = convert_element_type(abs(x), x.dtype)
+    z = zeros_like(x)
+    zero = eq(x, z)
+    return select(zero, z, div(x, select(zero, full_like(x, 1), r)))
+
+
+def _abs_vjp(ct, x, *, out):
+    if not dtypes.is_complex(x.dtype):
+        return (_zero_safe_mul(ct, sign(x)),)
+    from nova.ops.complex import conj
+
+    # |z| is real-differentiable only: the transpose of t -> real(conj(sign z) t) (JAX's).
+    return (mul(convert_element_type(ct, x.dtype), conj(_complex_sign(x))),)
+
+
+def _abs_jvp(tangents, x, *, out):
+    if not dtypes.is_complex(x.dtype):
+        return _zero_safe_mul(tangents[0], sign(x))
+    from nova.ops.complex import conj, real
+
+    return real(mul(conj(_complex_sign(x)), tangents[0]))
+
+
+abs_p = Primitive("abs", shape_rule=_abs_rule, impl=np.abs, vjp=_abs_vjp, jvp=_abs_jvp,
+                  fusion=FusionKind.ELEMENTWISE, kernel=Elementwise(lambda b, x: b.abs(x)))
 sign_p = _nondiff("sign", np.sign, _same_shape_dtype("sign"), lambda b, x: b.sign(x), 1)
 # stop_gradient: the identity whose derivative is zero (jax.lax.stop_gradient). Reverse mode
 # passes no cotangent through it; after tracing it is an identity that canonicalize removes.
@@ -288,6 +341,7 @@ rem_p = _binary(
     _np_rem,
     lambda x, y, out: (_one(x), neg(trunc_div(x, y))),
     lambda b, x, y: b.rem(x, y),
+    real_only=True,
 )
 
 
@@ -314,8 +368,8 @@ def _min_partials(x, y, out):
     return gx, sub(_c(x, 1), gx)
 
 
-max_p = _binary("max", np.maximum, _max_partials, lambda b, x, y: b.max(x, y))
-min_p = _binary("min", np.minimum, _min_partials, lambda b, x, y: b.min(x, y))
+max_p = _binary("max", np.maximum, _max_partials, lambda b, x, y: b.max(x, y), real_only=True)
+min_p = _binary("min", np.minimum, _min_partials, lambda b, x, y: b.min(x, y), real_only=True)
 
 
 def _atan2_partials(x, y, out):
@@ -331,7 +385,9 @@ atan2_p = _binary("atan2", np.arctan2, _atan2_partials, lambda b, x, y: b.atan2(
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
         "gt": np.greater, "ge": np.greater_equal}
 eq_p, ne_p, lt_p, le_p, gt_p, ge_p = (
-    _nondiff(n, f, _to_bool(_same_shape_dtype(n)), (lambda pred: lambda b, x, y: b.cmp(pred, x, y))(n), 2)
+    _nondiff(n, f, _to_bool(_same_shape_dtype(n) if n in ("eq", "ne")
+                            else _real_only(n, _same_shape_dtype(n))),
+             (lambda pred: lambda b, x, y: b.cmp(pred, x, y))(n), 2)
     for n, f in _CMP.items()
 )
 
@@ -340,7 +396,7 @@ def _logic_rule(name):
     base = _same_shape_dtype(name)
 
     def rule(x, y):
-        if dtypes.is_float(x.dtype):
+        if dtypes.is_inexact(x.dtype):
             raise TypeError(f"{name} needs bool or integer operands, got {x.dtype}")
         return base(x, y)
 
@@ -435,6 +491,9 @@ def _convert_rule(x, *, new_dtype):
 def _convert_impl(x, *, new_dtype):
     if np.dtype(new_dtype) == dtypes.bool_:
         return x != 0
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
+        # complex -> real takes the real part (as JAX; NumPy does too, with a warning).
+        x = np.array(np.real(x))
     if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):
         # Float -> int truncates toward zero, saturating at the type's range; NaN becomes 0
         # (defined behaviour, as JAX; C leaves it undefined, NumPy wraps or gives INT_MIN).
@@ -447,13 +506,14 @@ def _convert_impl(x, *, new_dtype):
 
 
 def _convert_vjp(ct, x, *, out, new_dtype):
-    if not dtypes.is_float(x.dtype) or not dtypes.is_float(new_dtype):
+    # float <-> complex: the transposes of "take the real part" and "embed as real part".
+    if not dtypes.is_inexact(x.dtype) or not dtypes.is_inexact(new_dtype):
         return (None,)
     return (convert_element_type(ct, x.dtype),)
 
 
 def _convert_jvp(tangents, x, *, out, new_dtype):
-    if not dtypes.is_float(x.dtype) or not dtypes.is_float(new_dtype):
+    if not dtypes.is_inexact(x.dtype) or not dtypes.is_inexact(new_dtype):
         return zeros_like(out)
     return convert_element_type(tangents[0], new_dtype)
 

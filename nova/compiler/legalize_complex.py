@@ -1,0 +1,476 @@
+"""legalize_complex: every complex value becomes a pair of float values (real, imaginary part).
+
+Kernels compute in floats only, so this pass runs first: each equation on complex values is
+replaced by its float arithmetic (a complex product is four real products and two sums, a
+complex matmul four real matmuls, exp(a + ib) = e^a (cos b + i sin b), ...), and a value whose
+imaginary part is known to be zero (a real array converted to complex) carries no imaginary
+part at all, so `real_matrix @ complex_matrix` costs two real matmuls, not four. Complex
+buffers cross the boundary through two host views (nova/ops/complex.py): `complex_as_pairs`
+where a complex input (or the result of a primitive without a split rule, e.g. a scan or a
+callback) is read, `pairs_as_complex` where a complex value is a Program output or such a
+primitive's operand. Programs without complex values are returned as they are.
+
+Formulas: complex division by Smith's method (R. L. Smith, "Algorithm 116: Complex division",
+CACM 5(8), 1962); |z| by scaling with max(|a|, |b|) (no overflow of a^2 + b^2); the principal
+square root as in W. Kahan, "Branch cuts for complex elementary functions" (1987), eq. for
+sqrt; tan and tanh through the double-angle forms, which stay finite where sin/cos overflow.
+Raises NotImplementedError naming the primitive and the user's source line for a primitive
+that has no complex form here (ordering: max, sort, argmax; cumprod).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from nova.compiler.rewrite import Rewriter
+from nova.core import dtypes
+from nova.core.ir import Program
+
+# Primitives applied to the real and the imaginary part alike (linear in the complex operand,
+# structural in the others: indices, predicates).
+COMPONENTWISE = frozenset({
+    "reshape", "transpose", "broadcast_in_dim", "slice", "rev", "concatenate", "pad", "gather",
+    "scatter_add", "scatter", "reduce_sum", "cumsum", "copy", "select", "stop_gradient",
+})
+# Opaque primitives that keep complex operands (host references, control flow whose regions
+# are legalized when they are compiled, barriers): their complex values cross as buffers.
+_NO_SPLIT_OK = frozenset({"scan", "while", "cond", "pure_callback", "io_callback",
+                          "optimization_barrier", "checkpoint_name", "complex_as_pairs",
+                          "pairs_as_complex", "psum", "pmax", "pmin", "all_gather",
+                          "psum_scatter", "ppermute", "all_to_all"})
+
+
+def has_complex(program: Program) -> bool:
+    """Whether any input, output or equation value of `program` is complex."""
+    if any(dtypes.is_complex(v.type.dtype) for v in program.inputs):
+        return True
+    return any(dtypes.is_complex(v.type.dtype) for e in program.eqns
+               for v in (*e.inputs, *e.outputs))
+
+
+_PRIM_NAMES = {"bitwise_and": "and", "bitwise_or": "or"}
+
+
+class _Emit:
+    """Float arithmetic on new Vars, emitted with the rewritten equation's source and stage."""
+
+    def __init__(self, rw: Rewriter):
+        self.rw = rw
+        self.source = None
+
+    def op(self, name, *ins, **params):
+        return self.rw.emit(name, list(ins), params, self.source)[0]
+
+    def full(self, like, value, dtype=None):
+        dtype = like.type.dtype if dtype is None else dtype
+        c = self.rw.emit("constant", [], {"value": np.asarray(value, dtype)}, self.source)[0]
+        shape = like.type.shape
+        return c if shape == () else self.op("broadcast_in_dim", c, shape=shape,
+                                             broadcast_dimensions=())
+
+    def __getattr__(self, name):  # add, sub, mul, div, neg, exp, ... as emitters
+        prim = _PRIM_NAMES.get(name, name)
+        return lambda *ins, **params: self.op(prim, *ins, **params)
+
+    # None stands for an imaginary part known to be zero.
+    def add_opt(self, a, b):
+        return b if a is None else a if b is None else self.add(a, b)
+
+    def sub_opt(self, a, b):
+        return (None if b is None else self.neg(b)) if a is None else \
+            a if b is None else self.sub(a, b)
+
+    def zero_if_none(self, im, like):
+        return self.full(like, 0) if im is None else im
+
+    def cmul(self, x, y):
+        (a, b), (c, d) = x, y
+        if b is None and d is None:
+            return self.mul(a, c), None
+        if b is None:
+            return self.mul(a, c), self.mul(a, d)
+        if d is None:
+            return self.mul(a, c), self.mul(b, c)
+        return self.sub(self.mul(a, c), self.mul(b, d)), self.add(self.mul(a, d), self.mul(b, c))
+
+    def cdiv(self, x, y):
+        (a, b), (c, d) = x, y
+        if d is None:
+            return self.div(a, c), None if b is None else self.div(b, c)
+        b = self.zero_if_none(b, a)
+        # Smith's method: divide through by the larger of |c|, |d| (no overflow of c^2 + d^2).
+        big = self.ge(self.abs(c), self.abs(d))
+        r1 = self.div(d, c)
+        den1 = self.add(c, self.mul(d, r1))
+        re1 = self.div(self.add(a, self.mul(b, r1)), den1)
+        im1 = self.div(self.sub(b, self.mul(a, r1)), den1)
+        r2 = self.div(c, d)
+        den2 = self.add(self.mul(c, r2), d)
+        re2 = self.div(self.add(self.mul(a, r2), b), den2)
+        im2 = self.div(self.sub(self.mul(b, r2), a), den2)
+        return self.select(big, re1, re2), self.select(big, im1, im2)
+
+    def cabs(self, x):
+        a, b = x
+        if b is None:
+            return self.abs(a)
+        aa, bb = self.abs(a), self.abs(b)
+        m, n = self.max(aa, bb), self.min(aa, bb)
+        zero = self.full(m, 0)
+        safe = self.select(self.eq(m, zero), self.full(m, 1), m)
+        r = self.div(n, safe)
+        h = self.mul(m, self.sqrt(self.add(self.full(r, 1), self.mul(r, r))))
+        # |inf + i nan| is inf (C99 Annex G); m * sqrt(...) would give nan there.
+        inf = self.bitwise_or(self.isinf(a), self.isinf(b))
+        return self.select(inf, self.full(m, np.inf), h)
+
+    def cexp(self, x):
+        a, b = x
+        ea = self.exp(a)
+        if b is None:
+            return ea, None
+        return self.mul(ea, self.cos(b)), self.mul(ea, self.sin(b))
+
+    def clog(self, x):
+        a, b = x
+        return self.log(self.cabs(x)), self.atan2(self.zero_if_none(b, a), a)
+
+    def csqrt(self, x):
+        a, b = x
+        b = self.zero_if_none(b, a)
+        zero, half = self.full(a, 0), self.full(a, 0.5)
+        t = self.sqrt(self.mul(self.add(self.cabs((a, b)), self.abs(a)), half))
+        safe_t = self.select(self.eq(t, zero), self.full(t, 1), t)
+        q = self.div(b, self.mul(self.full(t, 2), safe_t))  # b / 2t
+        pos = self.ge(a, zero)
+        re = self.select(pos, t, self.abs(q))
+        im = self.select(pos, q, self.select(self.lt(b, zero), self.neg(t), t))
+        is0 = self.eq(t, zero)  # z == 0
+        return self.select(is0, zero, re), self.select(is0, b, im)
+
+    def ctanh_like(self, x, swap):
+        """tanh(a + ib) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b); tan(z) = -i tanh(iz)."""
+        a, b = x
+        if swap:  # tan(a + ib) = -i tanh(-b + ia): re = im of tanh, im = -re of tanh
+            a, b = self.neg(self.zero_if_none(b, a)), a
+        b = self.zero_if_none(b, a)
+        two = self.full(a, 2)
+        a2, b2 = self.mul(two, a), self.mul(two, b)
+        den = self.add(self.cosh(a2), self.cos(b2))
+        re, im = self.div(self.sinh(a2), den), self.div(self.sin(b2), den)
+        # Past |a| = 20 (float32) cosh 2a overflows: tanh is sign(a) + 0i there.
+        far = self.gt(self.abs(a), self.full(a, 20 if a.type.dtype == dtypes.float32 else 300))
+        re = self.select(far, self.sign(a), re)
+        im = self.select(far, self.mul(self.full(a, 0), b), im)
+        return (im, self.neg(re)) if swap else (re, im)
+
+
+def _part_type(v):
+    return dtypes.real_dtype(v.type.dtype)
+
+
+def _unary_rules():
+    ln2 = math.log(2.0)
+
+    def scale(E, x, s):
+        a, b = x
+        k = E.full(a, s)
+        return E.mul(a, k), None if b is None else E.mul(b, k)
+
+    def sin(E, x):
+        a, b = x
+        if b is None:
+            return E.sin(a), None
+        return E.mul(E.sin(a), E.cosh(b)), E.mul(E.cos(a), E.sinh(b))
+
+    def cos(E, x):
+        a, b = x
+        if b is None:
+            return E.cos(a), None
+        return E.mul(E.cos(a), E.cosh(b)), E.neg(E.mul(E.sin(a), E.sinh(b)))
+
+    def sinh(E, x):
+        a, b = x
+        if b is None:
+            return E.sinh(a), None
+        return E.mul(E.sinh(a), E.cos(b)), E.mul(E.cosh(a), E.sin(b))
+
+    def cosh(E, x):
+        a, b = x
+        if b is None:
+            return E.cosh(a), None
+        return E.mul(E.cosh(a), E.cos(b)), E.mul(E.sinh(a), E.sin(b))
+
+    def expm1(E, x):
+        a, b = x
+        if b is None:
+            return E.expm1(a), None
+        # e^a cos b - 1 = expm1(a) cos b - 2 sin^2(b/2): accurate near 0.
+        s = E.sin(E.mul(b, E.full(b, 0.5)))
+        re = E.sub(E.mul(E.expm1(a), E.cos(b)), E.mul(E.full(s, 2), E.mul(s, s)))
+        return re, E.mul(E.exp(a), E.sin(b))
+
+    def log1p(E, x):
+        a, b = x
+        if b is None:
+            b = E.full(a, 0)
+        # log|1 + z| = log1p(2a + a^2 + b^2) / 2, arg(1 + z) = atan2(b, 1 + a).
+        s = E.add(E.mul(a, E.add(E.full(a, 2), a)), E.mul(b, b))
+        return E.mul(E.log1p(s), E.full(s, 0.5)), E.atan2(b, E.add(E.full(a, 1), a))
+
+    def reciprocal(E, x):
+        return E.cdiv((E.full(x[0], 1), None), x)
+
+    return {
+        "neg": lambda E, x: (E.neg(x[0]), None if x[1] is None else E.neg(x[1])),
+        "exp": lambda E, x: E.cexp(x),
+        "exp2": lambda E, x: E.cexp(scale(E, x, ln2)),
+        "expm1": expm1,
+        "log": lambda E, x: E.clog(x),
+        "log2": lambda E, x: scale(E, E.clog(x), 1 / ln2),
+        "log1p": log1p,
+        "sqrt": lambda E, x: E.csqrt(x),
+        "rsqrt": lambda E, x: reciprocal(E, E.csqrt(x)),
+        "reciprocal": reciprocal,
+        "sin": sin, "cos": cos, "sinh": sinh, "cosh": cosh,
+        "tanh": lambda E, x: E.ctanh_like(x, False),
+        "tan": lambda E, x: E.ctanh_like(x, True),
+        "conj": lambda E, x: (x[0], None if x[1] is None else E.neg(x[1])),
+    }
+
+
+_UNARY = _unary_rules()
+
+
+def _pow(E, z, w):
+    # z ** w = exp(w log z); 0 ** w is 1 for w == 0 and 0 otherwise (NumPy's for Re w > 0).
+    out = E.cexp(E.cmul(w, E.clog(z)))
+    a, b = z
+    zero = E.full(a, 0)
+    z0 = E.eq(a, zero) if b is None else E.bitwise_and(E.eq(a, zero), E.eq(b, zero))
+    c, d = w
+    w0 = E.eq(c, zero) if d is None else E.bitwise_and(E.eq(c, zero), E.eq(d, zero))
+    re = E.select(z0, E.select(w0, E.full(a, 1), zero), out[0])
+    im = E.select(z0, zero, E.zero_if_none(out[1], a))
+    return re, im
+
+
+def _dot(E, x, y, params):
+    (a, b), (c, d) = x, y
+    dot = lambda p, q: E.op("dot_general", p, q, **params)  # noqa: E731
+    if b is None and d is None:
+        return dot(a, c), None
+    if b is None:
+        return dot(a, c), dot(a, d)
+    if d is None:
+        return dot(a, c), dot(b, c)
+    return E.sub(dot(a, c), dot(b, d)), E.add(dot(a, d), dot(b, c))
+
+
+def _prod(E, x, axes, out_type):
+    """Complex product over `axes` as a tree of pairwise products (log2 n rounds)."""
+    a, b = x
+    nd = len(a.type.shape)
+    keep = [i for i in range(nd) if i not in axes]
+    perm = (*keep, *axes)
+    lead = tuple(a.type.shape[i] for i in keep)
+    n = int(np.prod([a.type.shape[i] for i in axes], dtype=np.int64))
+    parts = []
+    for p in (a, E.zero_if_none(b, a)):
+        p = E.transpose(p, permutation=perm) if perm != tuple(range(nd)) else p
+        parts.append(E.reshape(p, new_sizes=(*lead, n)))
+    size = 1
+    while size < max(n, 1):
+        size *= 2
+    if size != n:  # pad with ones (1 + 0i)
+        cfg = tuple((0, 0, 0) for _ in lead) + ((0, size - n, 0),)
+        parts = [E.pad(parts[0], E.full(_scalar(parts[0]), 1), padding_config=cfg),
+                 E.pad(parts[1], E.full(_scalar(parts[1]), 0), padding_config=cfg)]
+    re, im = parts
+    while size > 1:
+        half = size // 2
+
+        def cut(v, lo, hi):
+            return E.slice(v, start_indices=(0,) * len(lead) + (lo,),
+                           limit_indices=(*lead, hi), strides=(1,) * (len(lead) + 1))
+
+        re, im = E.cmul((cut(re, 0, half), cut(im, 0, half)),
+                        (cut(re, half, size), cut(im, half, size)))
+        size = half
+    shape = out_type.shape
+    return E.reshape(re, new_sizes=shape), E.reshape(im, new_sizes=shape)
+
+
+class _Scalar:
+    """A stand-in with a 0-d type, for E.full of a scalar constant."""
+
+    def __init__(self, dtype):
+        from nova.core.ir import TensorType
+
+        self.type = TensorType((), dtype)
+
+
+def _scalar(v):
+    return _Scalar(v.type.dtype)
+
+
+def legalize_complex(program: Program) -> Program:
+    """`program` with every complex value split into float parts (module docstring)."""
+    if not has_complex(program):
+        return program
+    rw = Rewriter(program)
+    E = _Emit(rw)
+    pairs: dict[int, tuple] = {}  # id(old complex Var) -> (re, im or None), new Vars
+    whole: dict[int, object] = {}  # id(old complex Var) -> new complex Var
+
+    def pair(v):
+        got = pairs.get(id(v))
+        if got is None:
+            c = rw.get(v)
+            shape = c.type.shape
+            p = E.complex_as_pairs(c)
+            nd = len(shape)
+
+            def part(k):
+                s = E.slice(p, start_indices=(0,) * nd + (k,), limit_indices=(*shape, k + 1),
+                            strides=(1,) * (nd + 1))
+                return E.reshape(s, new_sizes=shape)
+
+            got = pairs[id(v)] = (part(0), part(1))
+        return got
+
+    def complex_var(v):
+        got = whole.get(id(v))
+        if got is None:
+            if id(v) not in pairs:
+                return rw.get(v)  # an input or the result of a kept equation
+            re, im = pairs[id(v)]
+            im = E.zero_if_none(im, re)
+            shape = re.type.shape
+            col = lambda x: E.reshape(x, new_sizes=(*shape, 1))  # noqa: E731
+            got = E.pairs_as_complex(E.concatenate(col(re), col(im), dimension=len(shape)))
+            whole[id(v)] = got
+        return got
+
+    for e in program.eqns:
+        touches = any(dtypes.is_complex(v.type.dtype) for v in (*e.inputs, *e.outputs))
+        if not touches:
+            rw.keep(e)
+            continue
+        E.source, rw.stage = e.source, e.stage
+        name = e.prim.name
+        outs = _rule(E, e, name, pair)
+        if outs is None:
+            if name not in _NO_SPLIT_OK and e.prim.fusion.name != "OPAQUE" or \
+                    name in ("sort", "argmax", "argmin", "cumprod", "cummax", "cummin"):
+                where = f" (at {e.source})" if e.source else ""
+                raise NotImplementedError(f"{name} of complex values is not supported{where}")
+            for v in e.inputs:
+                if dtypes.is_complex(v.type.dtype):
+                    rw.replace(v, complex_var(v))
+            rw.keep(e)
+            continue
+        for o, new in zip(e.outputs, outs, strict=True):
+            if dtypes.is_complex(o.type.dtype):
+                pairs[id(o)] = new
+            else:
+                rw.replace(o, new)
+    for v in program.outputs:
+        if dtypes.is_complex(v.type.dtype):
+            rw.replace(v, complex_var(v))
+    return rw.finish()
+
+
+_SPLIT = COMPONENTWISE | set(_UNARY) | {
+    "constant", "add", "sub", "mul", "div", "pow", "abs", "sign", "eq", "ne", "isnan", "isinf",
+    "real", "imag", "complex", "convert_element_type", "dot_general", "reduce_prod"}
+
+
+def _rule(E, e, name, pair):
+    """The new outputs of complex equation e (pairs for complex outputs, Vars for the others),
+    or None when e has no split rule (it keeps its complex operands)."""
+    def arg(v):
+        return pair(v) if dtypes.is_complex(v.type.dtype) else E.rw.get(v)
+
+    if name == "constant":
+        value = np.asarray(e.params["value"])
+        part = dtypes.real_dtype(value.dtype)
+        re = E.rw.constant(np.array(value.real, part), e.source)
+        im = None if not np.any(value.imag) else \
+            E.rw.constant(np.array(value.imag, part), e.source)
+        return [(re, im)]
+    if name not in _SPLIT:
+        return None
+    args = [arg(v) for v in e.inputs]
+    if name in COMPONENTWISE:
+        cplx = [dtypes.is_complex(v.type.dtype) for v in e.inputs]
+        zero_im = all(a[1] is None for a, c in zip(args, cplx, strict=True) if c)
+        re_in = [a[0] if c else a for a, c in zip(args, cplx, strict=True)]
+        re = E.op(name, *re_in, **e.params)
+        if zero_im:
+            return [(re, None)]
+        im_in = [E.zero_if_none(a[1], a[0]) if c else a for a, c in zip(args, cplx, strict=True)]
+        return [(re, E.op(name, *im_in, **e.params))]
+    if name in _UNARY:
+        return [_UNARY[name](E, args[0])]
+    if name == "add":
+        (a, b), (c, d) = args
+        return [(E.add(a, c), E.add_opt(b, d))]
+    if name == "sub":
+        (a, b), (c, d) = args
+        return [(E.sub(a, c), E.sub_opt(b, d))]
+    if name == "mul":
+        return [E.cmul(*args)]
+    if name == "div":
+        return [E.cdiv(*args)]
+    if name == "pow":
+        return [_pow(E, *args)]
+    if name == "abs":
+        return [E.cabs(args[0])]
+    if name == "sign":
+        x = args[0]
+        r = E.cabs(x)
+        zero = E.full(r, 0)
+        safe = E.select(E.eq(r, zero), E.full(r, 1), r)
+        return [(E.div(x[0], safe), None if x[1] is None else E.div(x[1], safe))]
+    if name in ("eq", "ne"):
+        (a, b), (c, d) = args
+        b, d = E.zero_if_none(b, a), E.zero_if_none(d, c)
+        if name == "eq":
+            return [E.bitwise_and(E.eq(a, c), E.eq(b, d))]
+        return [E.bitwise_or(E.ne(a, c), E.ne(b, d))]
+    if name in ("isnan", "isinf"):
+        a, b = args[0]
+        r = E.op(name, a)
+        return [r if b is None else E.bitwise_or(r, E.op(name, b))]
+    if name == "real":
+        return [args[0][0]]
+    if name == "imag":
+        a, b = args[0]
+        return [E.zero_if_none(b, a)]
+    if name == "complex":
+        return [(args[0], args[1])]
+    if name == "convert_element_type":
+        new = np.dtype(e.params["new_dtype"])
+        src = e.inputs[0].type.dtype
+        if dtypes.is_complex(src):
+            a, b = args[0]
+            if dtypes.is_complex(new):
+                part = dtypes.real_dtype(new)
+                cv = lambda x: E.convert_element_type(x, new_dtype=part)  # noqa: E731
+                return [(cv(a), None if b is None else cv(b))]
+            if new == dtypes.bool_:
+                z = E.full(a, 0)
+                nz = E.ne(a, z)
+                return [nz if b is None else E.bitwise_or(nz, E.ne(b, z))]
+            return [a if new == a.type.dtype else E.convert_element_type(a, new_dtype=new)]
+        x = args[0]
+        part = dtypes.real_dtype(new)
+        return [(x if x.type.dtype == part else E.convert_element_type(x, new_dtype=part), None)]
+    if name == "dot_general":
+        return [_dot(E, args[0], args[1], e.params)]
+    if name == "reduce_prod":
+        return [_prod(E, args[0], tuple(e.params["axes"]), e.outputs[0].type)]
+    return None

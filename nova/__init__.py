@@ -31,6 +31,7 @@ from nova.checkpoint import checkpoint, checkpoint_policies, remat
 from nova.ops.structural import checkpoint_name
 from nova import control_flow as _control_flow  # noqa: F401  (registers cond, while, scan)
 from nova.custom_derivatives import custom_gradient, custom_jvp, custom_vjp
+from nova import custom_batching
 from nova.callbacks import pure_callback
 from nova import debug, experimental
 from nova.grad import (
@@ -98,6 +99,7 @@ __all__ = [
     "checkpoint_policies",
     "clear_caches",
     "config",
+    "custom_batching",
     "custom_gradient",
     "custom_jvp",
     "custom_vjp",

@@ -11,7 +11,8 @@ composes with the other transforms both ways: `grad(vmap(f))` differentiates the
 equations; `vmap(grad(f))` batches the backward grad appended to f's trace (per-example
 gradients). Values f reads from an enclosing transform are captured as unmapped inputs
 (core/trace.py `Trace.captures`). custom_vjp and custom_jvp calls keep their rules: the batched
-call's rule is the vmap of the user's rule.
+call's rule is the vmap of the user's rule. A custom_vmap call with a mapped argument is its
+rule (nova/custom_batching.py).
 
 As under jax.vmap, values that depend on no mapped argument (constants, unmapped arguments,
 values of an enclosing eager transform, and what is computed from those only) stay concrete
@@ -31,7 +32,15 @@ from nova.core.ir import TensorType
 from nova.core.primitive import broadcast_batched
 from nova.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from nova.core.source_info import attributed_to
-from nova.core.trace import CUSTOM_CALLS, Trace, current_trace, end_trace, trace_context
+from nova.core.trace import (
+    CUSTOM_CALLS,
+    CUSTOM_VMAP_CALL,
+    Trace,
+    current_trace,
+    end_trace,
+    trace_context,
+)
+from nova.custom_batching import replay_step
 from nova.grad import _arg_names, _array_or_scalar, _where
 from nova.ops import lax
 
@@ -243,7 +252,10 @@ def _replay(program, env: dict, size: int) -> None:
     the vmap replaying now (`_REPLAYING`'s last; control-flow rules replay their bodies inside
     it) becomes ops over the batch axis."""
     own = _REPLAYING[-1]
+    calls: list = []  # custom_vmap calls being replaced by their rules (nova/custom_batching.py)
     for e in program.eqns:
+        if (calls or e.prim.name == CUSTOM_VMAP_CALL) and replay_step(e, env, size, calls):
+            continue
         ins = [env[id(v)] for v in e.inputs]
         vals = [v for v, _ in ins]
         flags = [m for _, m in ins]

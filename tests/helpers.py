@@ -14,7 +14,7 @@ from nova.core import dtypes
 from nova.core.pytree import tree_flatten, tree_unflatten
 
 RTOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3,
-        dtypes.bfloat16: 2e-2}
+        dtypes.bfloat16: 2e-2, np.dtype(np.complex128): 1e-10, np.dtype(np.complex64): 1e-5}
 
 
 def assert_close(actual, expected, rtol=None, atol=None, err_msg=""):
@@ -26,7 +26,8 @@ def assert_close(actual, expected, rtol=None, atol=None, err_msg=""):
         return
     r = rtol if rtol is not None else RTOL.get(a.dtype, 1e-5)
     at = atol if atol is not None else r
-    np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=r, atol=at,
+    wide = np.complex128 if "c" in (a.dtype.kind, e.dtype.kind) else np.float64
+    np.testing.assert_allclose(a.astype(wide), e.astype(wide), rtol=r, atol=at,
                                err_msg=err_msg, equal_nan=True)
 
 

@@ -369,7 +369,9 @@ _NO_ARGS = frozenset()
 # them). Both have params n_args, n_out, n_res, and results = inputs[n_args:n_args + n_out].
 CUSTOM_VJP_CALL = "custom_vjp_call"
 CUSTOM_JVP_CALL = "custom_jvp_call"
-CUSTOM_CALLS = frozenset({CUSTOM_VJP_CALL, CUSTOM_JVP_CALL})
+# (nova/custom_batching.py: a custom_vmap call, whose rule nova.vmap calls instead of batching)
+CUSTOM_VMAP_CALL = "custom_vmap_call"
+CUSTOM_CALLS = frozenset({CUSTOM_VJP_CALL, CUSTOM_JVP_CALL, CUSTOM_VMAP_CALL})
 
 
 def _without_custom_calls(eqns: list, outs: list) -> tuple[list, list]:

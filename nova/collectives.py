@@ -16,17 +16,26 @@ the operand is replicated (psum: size * x); vmap evaluates that reference for va
 depend on no mapped argument (`Trace.known_values`) only where it is the same for every member:
 ppermute, psum_scatter and all_to_all (`Primitive.axis_varying`) are never evaluated that way.
 
-Differences from JAX: `axis_index_groups` is not supported (NotImplementedError); all_gather,
-psum_scatter, ppermute and all_to_all take one axis name (psum, pmean, pmax, pmin, axis_index
-and axis_size also a tuple of names); pmax and pmin have no derivative rules (as in JAX).
+`axis_index_groups` (a partition of the axis into groups of one size) is a param of the
+equation; a collective over a tuple of names is assembled from one all_gather per name
+(nova/collectives_groups.py, which states every collective's batch semantics).
+
+Differences from JAX: jax.vmap refuses axis_index_groups (NotImplementedError) and a tuple of
+names for all_gather, psum_scatter and ppermute; Nova gives them jax.pmap's and shard_map's
+meaning. Groups must have one size (JAX's psum on CPU also takes unequal ones). ppermute
+over a tuple numbers the members outermost-vmap-major, as shard_map numbers devices in mesh
+order. pmax and pmin have no derivative rules, as in JAX (over a tuple of names with groups
+they are computed from an all_gather and are differentiable).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from nova.collectives_groups import check_groups, group_size, over_axes, semantics
 from nova.core import dtypes
 from nova.core.ir import TensorType
 from nova.core.primitive import FusionKind, Primitive, Template
@@ -70,16 +79,13 @@ def _names(axis_name) -> tuple:
     return tuple(axis_name) if isinstance(axis_name, tuple | list) else (axis_name,)
 
 
-def _one_name(axis_name, fn: str):
+def _frames(axis_name, fn: str) -> list[AxisFrame]:
+    """The frames of axis_name's names, major to minor. Raises ValueError for a repeated name,
+    NameError for an unbound one."""
     names = _names(axis_name)
-    if len(names) != 1:
-        raise NotImplementedError(f"{fn}: one axis name is supported, got {axis_name!r}")
-    return names[0]
-
-
-def _no_groups(groups, fn: str) -> None:
-    if groups is not None:
-        raise NotImplementedError(f"{fn}: axis_index_groups is not supported")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{fn}: axis_name {axis_name!r} repeats a name")
+    return [_frame(n, fn) for n in names]
 
 
 def _asarray(x):
@@ -88,99 +94,56 @@ def _asarray(x):
     return asarray(x)
 
 
-# --- batch semantics, over either namespace (numpy for references, nova.numpy for replays) -----
-
-
-def _move(xp, x, src, dst):
-    return xp.moveaxis(x, src, dst)
-
-
-def _gathered(xp, xs, axis, tiled):
-    """all_gather on the batch xs (members along axis 0): what every member receives."""
-    out = _move(xp, xs, 0, axis)
-    if tiled:
-        shape = list(xs.shape[1:])
-        shape[axis] *= xs.shape[0]
-        out = xp.reshape(out, tuple(shape))
-    return out
-
-
-def _scattered(xp, xs, scatter_dimension, tiled):
-    """psum_scatter on the batch xs: the batch of each member's block (members along 0)."""
-    n, dim = xs.shape[0], scatter_dimension
-    s = xp.sum(xs, axis=0)
-    if tiled:
-        shape = s.shape
-        s = xp.reshape(s, (*shape[:dim], n, shape[dim] // n, *shape[dim + 1:]))
-    return _move(xp, s, dim, 0)
-
-
-def _permuted(xp, xs, perm):
-    """ppermute on the batch xs: member d receives member s's value for (s, d) in perm,
-    zeros where no pair names d."""
-    n = xs.shape[0]
-    src = {d: s for s, d in perm}
-    parts = [xs[src[d]] if d in src else xp.zeros_like(xs[0]) for d in range(n)]
-    return xp.stack(parts, axis=0)
-
-
-def _exchanged(xp, xs, split_axis, concat_axis, tiled):
-    """all_to_all on the batch xs: member j receives block j of every member's split axis."""
-    n, concat = xs.shape[0], concat_axis
-    s = split_axis + 1  # axes of a member, shifted past the batch axis
-    if tiled:
-        shape = xs.shape
-        blocks = xp.reshape(xs, (*shape[:s], n, shape[s] // n, *shape[s + 1:]))
-        blocks = _move(xp, blocks, s, 0)  # (dest j, source i, ...member axes with block)
-        out = _move(xp, blocks, 1, concat + 1)  # source i before the concat axis
-        shape = list(out.shape)
-        merged = shape[:concat + 1] + [shape[concat + 1] * shape[concat + 2]] + shape[concat + 3:]
-        return xp.reshape(out, tuple(merged))
-    blocks = _move(xp, xs, s, 0)  # (dest j, source i, ...member axes without split)
-    return _move(xp, blocks, 1, concat + 1)
-
-
 # --- primitives -----------------------------------------------------------------------------------
+# An equation's params: axis_name and axis_size (of one vmap axis), the collective's own, and
+# axis_index_groups where given (a checked tuple of tuples; absent or None: the whole axis).
 
 
 def _same(x, **p):
     return TensorType(x.shape, x.dtype)
 
 
-def _gather_rule(x, *, axis_name, axis_size, axis, tiled):
+def _members(axis_size, groups) -> tuple[int, str]:
+    k = group_size(groups, axis_size)
+    return k, (f"the group size {k}" if groups else f"the axis size {k}")
+
+
+def _gather_rule(x, *, axis_name, axis_size, axis, tiled, axis_index_groups=None):
     if not 0 <= axis <= (x.ndim - 1 if tiled else x.ndim):
         raise ValueError(f"all_gather: axis {axis} is out of range for an operand of shape "
                          f"{tuple(x.shape)}{' (tiled)' if tiled else ''}")
+    k, _ = _members(axis_size, axis_index_groups)
     shape = list(x.shape)
     if tiled:
-        shape[axis] *= axis_size
+        shape[axis] *= k
     else:
-        shape.insert(axis, axis_size)
+        shape.insert(axis, k)
     return TensorType(tuple(shape), x.dtype)
 
 
-def _split(fn: str, what: str, x, d: int, n: int, tiled: bool) -> list:
-    """x's shape with axis d split over n members: divided by n (tiled; a multiple of n) or
-    removed (it must equal n). Raises ValueError otherwise."""
+def _split(fn: str, what: str, x, d: int, axis_size: int, groups, tiled: bool) -> list:
+    """x's shape with axis d split over the k members a collective combines: divided by k
+    (tiled; a multiple of k) or removed (it must equal k). Raises ValueError otherwise."""
+    k, named = _members(axis_size, groups)
     shape = list(x.shape)
-    if tiled and shape[d] % n or not tiled and shape[d] != n:
-        need = f"a multiple of {n}" if tiled else f"equal to the axis size {n}"
+    if tiled and shape[d] % k or not tiled and shape[d] != k:
+        need = f"a multiple of {named}" if tiled else f"equal to {named}"
         raise ValueError(f"{fn}: {what} {d} of the operand of shape {tuple(x.shape)} must be "
                          f"{need}")
     if tiled:
-        shape[d] //= n
+        shape[d] //= k
     else:
         del shape[d]
     return shape
 
 
-def _scatter_rule(x, *, axis_name, axis_size, scatter_dimension, tiled):
+def _scatter_rule(x, *, axis_name, axis_size, scatter_dimension, tiled, axis_index_groups=None):
     d = scatter_dimension
     if not 0 <= d < x.ndim:
         raise ValueError(f"psum_scatter: scatter_dimension {d} is out of range for an operand "
                          f"of shape {tuple(x.shape)}")
-    return TensorType(tuple(_split("psum_scatter", "dimension", x, d, axis_size, tiled)),
-                      x.dtype)
+    return TensorType(tuple(_split("psum_scatter", "dimension", x, d, axis_size,
+                                   axis_index_groups, tiled)), x.dtype)
 
 
 def _permute_rule(x, *, axis_name, axis_size, perm):
@@ -192,23 +155,32 @@ def _permute_rule(x, *, axis_name, axis_size, perm):
     return TensorType(x.shape, x.dtype)
 
 
-def _a2a_rule(x, *, axis_name, axis_size, split_axis, concat_axis, tiled):
+def _a2a_rule(x, *, axis_name, axis_size, split_axis, concat_axis, tiled,
+              axis_index_groups=None):
     if not 0 <= split_axis < x.ndim or not 0 <= concat_axis < x.ndim:
         raise ValueError(f"all_to_all: split_axis {split_axis} and concat_axis {concat_axis} "
                          f"must be axes of the operand of shape {tuple(x.shape)}")
-    shape = _split("all_to_all", "split axis", x, split_axis, axis_size, tiled)
+    shape = _split("all_to_all", "split axis", x, split_axis, axis_size, axis_index_groups,
+                   tiled)
+    k, _ = _members(axis_size, axis_index_groups)
     if tiled:
-        shape[concat_axis] *= axis_size
+        shape[concat_axis] *= k
     else:
-        shape.insert(concat_axis, axis_size)
+        shape.insert(concat_axis, k)
     return TensorType(tuple(shape), x.dtype)
 
 
-def _replicated(fn):
-    """A reference: fn's batch semantics on a replicated operand, as member 0 sees it."""
+def _reference(name):
+    """A reference: the collective on a replicated operand, as member 0 sees it (psum: k * x
+    for groups of k members, as JAX's psum of a constant; pmax and pmin: x)."""
     def impl(x, *, axis_name, axis_size, **p):
+        if name == "psum":
+            return x * np.asarray(group_size(p.get("axis_index_groups"), axis_size), x.dtype)
+        if name in ("pmax", "pmin"):
+            return np.array(x)
         xs = np.broadcast_to(x, (axis_size, *np.shape(x)))
-        return np.asarray(fn(np, xs, **p))
+        out, per_member = semantics(np, name, xs, p)
+        return np.array(out[0] if per_member else out)
     return impl
 
 
@@ -228,8 +200,8 @@ def _no_derivative(name):
     return rule
 
 
-def _prim(name, rule, impl, vjp, jvp, varying=False, **shifts):
-    p = Primitive(name, shape_rule=rule, impl=impl, vjp=vjp, jvp=jvp,
+def _prim(name, rule, vjp, jvp, varying=False, **shifts):
+    p = Primitive(name, shape_rule=rule, impl=_reference(name), vjp=vjp, jvp=jvp,
                   fusion=FusionKind.OPAQUE, kernel=Template("collective"),
                   batch=_rebind(name, **shifts), param_types={"perm": _perm_param},
                   axis_varying=varying)
@@ -241,33 +213,38 @@ def _perm_param(perm):
     return tuple((int(s), int(d)) for s, d in perm)
 
 
+def _renamed(p, old, new):
+    """The params p with the param `old` renamed `new` (all_gather's axis is psum_scatter's
+    scatter_dimension)."""
+    q = dict(p)
+    q[new] = q.pop(old)
+    return q
+
+
 PRIMS: dict[str, Primitive] = {}
 
-psum_p = _prim("psum", _same, lambda x, *, axis_name, axis_size: x * np.asarray(axis_size, x.dtype),
-               vjp=lambda ct, x, *, out, **p: (psum_p.bind(ct, **p),),
+psum_p = _prim("psum", _same, vjp=lambda ct, x, *, out, **p: (psum_p.bind(ct, **p),),
                jvp=lambda t, x, *, out, **p: psum_p.bind(t[0], **p))
-pmax_p = _prim("pmax", _same, lambda x, **p: np.array(x), _no_derivative("pmax"),
-               _no_derivative("pmax"))
-pmin_p = _prim("pmin", _same, lambda x, **p: np.array(x), _no_derivative("pmin"),
-               _no_derivative("pmin"))
+pmax_p = _prim("pmax", _same, _no_derivative("pmax"), _no_derivative("pmax"))
+pmin_p = _prim("pmin", _same, _no_derivative("pmin"), _no_derivative("pmin"))
 all_gather_p = _prim(
-    "all_gather", _gather_rule, _replicated(_gathered),
-    vjp=lambda ct, x, *, out, axis_name, axis_size, axis, tiled: (psum_scatter_p.bind(
-        ct, axis_name=axis_name, axis_size=axis_size, scatter_dimension=axis, tiled=tiled),),
+    "all_gather", _gather_rule,
+    vjp=lambda ct, x, *, out, **p: (psum_scatter_p.bind(
+        ct, **_renamed(p, "axis", "scatter_dimension")),),
     jvp=lambda t, x, *, out, **p: all_gather_p.bind(t[0], **p), axis=1)
 psum_scatter_p = _prim(
-    "psum_scatter", _scatter_rule, lambda x, **p: _replicated(_scattered)(x, **p)[0],
-    vjp=lambda ct, x, *, out, axis_name, axis_size, scatter_dimension, tiled: (all_gather_p.bind(
-        ct, axis_name=axis_name, axis_size=axis_size, axis=scatter_dimension, tiled=tiled),),
+    "psum_scatter", _scatter_rule,
+    vjp=lambda ct, x, *, out, **p: (all_gather_p.bind(
+        ct, **_renamed(p, "scatter_dimension", "axis")),),
     jvp=lambda t, x, *, out, **p: psum_scatter_p.bind(t[0], **p), varying=True,
     scatter_dimension=1)
 ppermute_p = _prim(
-    "ppermute", _permute_rule, lambda x, **p: _replicated(_permuted)(x, **p)[0],
+    "ppermute", _permute_rule,
     vjp=lambda ct, x, *, out, perm, **p: (ppermute_p.bind(
         ct, perm=tuple((d, s) for s, d in perm), **p),),
     jvp=lambda t, x, *, out, **p: ppermute_p.bind(t[0], **p), varying=True)
 all_to_all_p = _prim(
-    "all_to_all", _a2a_rule, lambda x, **p: _replicated(_exchanged)(x, **p)[0],
+    "all_to_all", _a2a_rule,
     vjp=lambda ct, x, *, out, split_axis, concat_axis, **p: (all_to_all_p.bind(
         ct, split_axis=concat_axis, concat_axis=split_axis, **p),),
     jvp=lambda t, x, *, out, **p: all_to_all_p.bind(t[0], **p), varying=True,
@@ -285,34 +262,45 @@ def own_rule(e, x, mapped: bool, size: int):
                             if k not in ("axis_name", "axis_size")}
     if not mapped:
         if name == "psum":
-            return x * jnp.asarray(size, x.dtype), False
+            k = group_size(p.get("axis_index_groups"), size)
+            return x * jnp.asarray(k, x.dtype), False
         if name in ("pmax", "pmin"):
             return x, False
         x = jnp.broadcast_to(x, (size, *x.shape))
-    if name == "psum":
-        return jnp.sum(x, axis=0, dtype=x.dtype), False
-    if name in ("pmax", "pmin"):
-        return (jnp.max if name == "pmax" else jnp.min)(x, axis=0), False
-    if name == "all_gather":
-        return _gathered(jnp, x, p["axis"], p["tiled"]), False
-    if name == "psum_scatter":
-        return _scattered(jnp, x, p["scatter_dimension"], p["tiled"]), True
-    if name == "ppermute":
-        return _permuted(jnp, x, p["perm"]), True
-    return _exchanged(jnp, x, p["split_axis"], p["concat_axis"], p["tiled"]), True
+    return semantics(jnp, name, x, p)
 
 
 # --- user functions -------------------------------------------------------------------------------
 
 
-def _reduce(prim, fn, x, axis_name):
-    names = _names(axis_name)
-    frames = [_frame(n, fn) for n in names]
+def _bind(name, x, axis_name, groups=None, **params):
+    """The collective `name` on each leaf of x over axis_name (one name: one equation; a tuple
+    of names: `over_axes`); params may depend on the leaf (a function of it)."""
+    frames = _frames(axis_name, name)
+    size = math.prod(f.size for f in frames)
+    groups = check_groups(groups, size, name)
+    extra = {} if groups is None else {"axis_index_groups": groups}
+
+    def one(leaf):
+        a = _asarray(leaf)
+        p = {k: (v(a) if callable(v) else v) for k, v in params.items()} | extra
+        if len(frames) == 1:
+            return PRIMS[name].bind(a, axis_name=frames[0].name, axis_size=size, **p)
+        return over_axes(name, a, frames, p)
+
+    return tree_map(one, x)
+
+
+def _reduce(name, x, axis_name, groups):
+    """psum, pmax or pmin: without groups, one equation per name (each resolved by its vmap)."""
+    if groups is not None or len(_names(axis_name)) == 1:
+        return _bind(name, x, axis_name, groups)
+    frames = _frames(axis_name, name)
 
     def one(leaf):
         a = _asarray(leaf)
         for f in frames:
-            a = prim.bind(a, axis_name=f.name, axis_size=f.size)
+            a = PRIMS[name].bind(a, axis_name=f.name, axis_size=f.size)
         return a
 
     return tree_map(one, x)
@@ -324,41 +312,46 @@ def psum(x, axis_name, *, axis_index_groups=None):
     x: a pytree of arrays (or Python scalars) of any shapes and dtypes; every member receives
     the same sum, of x's shapes and dtypes. axis_name: the name given to an enclosing
     `nova.vmap(..., axis_name=...)`, or a tuple of names (the sum over all of them).
-    psum(1, "i") is the axis size; bool leaves are summed as int32 counts. Its VJP is psum of
-    the cotangent (JAX's rule).
-    Raises NameError for an unbound axis name, NotImplementedError for axis_index_groups.
-    """
-    _no_groups(axis_index_groups, "psum")
+    psum(1, "i") is the axis size (the group size with groups); bool leaves are summed as
+    int32 counts. Its VJP is psum of the cotangent (JAX's rule).
 
+    axis_index_groups: None (the whole axis), or a partition of range(axis size) (for a tuple
+    of names, of the flattened axis) into groups of one size k, as lists of indices: each
+    member then sums only over its group. (JAX's jax.vmap refuses groups, its pmap takes
+    them; its psum on CPU also takes groups of unequal sizes, which Nova refuses.)
+    Raises NameError for an unbound axis name, TypeError for non-integer group indices,
+    ValueError naming the groups for a repeated, missing or out-of-range index, and
+    GroupSizeError (a ValueError, and a NotImplementedError) for groups of unequal sizes.
+    """
     def counted(leaf):  # a bool sums as int32 counts, as in JAX
         a = _asarray(leaf)
         return a.astype(dtypes.int32) if a.dtype == dtypes.bool_ else a
 
-    return _reduce(psum_p, "psum", tree_map(counted, x), axis_name)
+    return _reduce("psum", tree_map(counted, x), axis_name, axis_index_groups)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
     """Elementwise maximum of x over the members of the named axis (or axes), as
     jax.lax.pmax; otherwise as `psum`. A grad inside the vmap raises NotImplementedError, as
-    JAX; differentiated from outside the vmap it is a max over the batch axis (derivative to
-    the maximal member), where JAX raises."""
-    _no_groups(axis_index_groups, "pmax")
-    return _reduce(pmax_p, "pmax", x, axis_name)
+    JAX (except over a tuple of names with groups, computed from an all_gather); from outside
+    the vmap it is a max over the batch axis (derivative to the maximal member), where JAX
+    raises."""
+    return _reduce("pmax", x, axis_name, axis_index_groups)
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
     """Elementwise minimum of x over the members of the named axis (or axes), as
     jax.lax.pmin; as `pmax`."""
-    _no_groups(axis_index_groups, "pmin")
-    return _reduce(pmin_p, "pmin", x, axis_name)
+    return _reduce("pmin", x, axis_name, axis_index_groups)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
-    """Mean of x over the members of the named axis (or axes), as jax.lax.pmean: psum(x)
-    divided by the axis size (integer x gives a float result, as true division)."""
-    _no_groups(axis_index_groups, "pmean")
-    n = axis_size(axis_name)
-    return tree_map(lambda s: s / n, psum(x, axis_name))
+    """Mean of x over the members of the named axis (or axes), or of each group, as
+    jax.lax.pmean: psum(x) divided by the axis (or group) size (integer x gives a float result,
+    as true division). axis_index_groups: as `psum`."""
+    size = axis_size(axis_name)
+    n = group_size(check_groups(axis_index_groups, size, "pmean"), size)
+    return tree_map(lambda s: s / n, psum(x, axis_name, axis_index_groups=axis_index_groups))
 
 
 def axis_size(axis_name) -> int:
@@ -387,58 +380,62 @@ def axis_index(axis_name):
     return idx
 
 
+def _axis(i, ndim):
+    return int(i + ndim if i < 0 else i)
+
+
 def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bool = False):
     """Every member's x, stacked along a new axis `axis` (tiled: concatenated along the
     existing axis `axis`), as jax.lax.all_gather.
 
-    x: a pytree of arrays; each leaf of shape S gives shape S with the axis size inserted at
-    `axis` (tiled: S with S[axis] multiplied by it), the same on every member. Its VJP is
-    psum_scatter. Raises NameError for an unbound name, ValueError for an axis out of range.
+    x: a pytree of arrays; each leaf of shape S gives shape S with the axis size (the group
+    size with groups) inserted at `axis` (tiled: S[axis] multiplied by it), the same on every
+    member (of a group). axis_name: one name, or a tuple of names: one axis flattened from
+    them, major to minor in the order given (JAX's jax.vmap refuses a tuple here; its pmap
+    and shard_map take it). Its VJP is psum_scatter. Raises NameError for an unbound name,
+    ValueError for an axis out of range, and for axis_index_groups as `psum` (a member
+    receives its group's values, in the group's order).
     """
-    _no_groups(axis_index_groups, "all_gather")
-    f = _frame(_one_name(axis_name, "all_gather"), "all_gather")
+    def ax(a):
+        return int(axis + (a.ndim + (0 if tiled else 1)) if axis < 0 else axis)
 
-    def one(leaf):
-        a = _asarray(leaf)
-        ax = axis + (a.ndim + (0 if tiled else 1)) if axis < 0 else axis
-        return all_gather_p.bind(a, axis_name=f.name, axis_size=f.size, axis=int(ax),
-                                 tiled=bool(tiled))
-
-    return tree_map(one, x)
+    return _bind("all_gather", x, axis_name, axis_index_groups, axis=ax,
+                 tiled=bool(tiled))
 
 
 def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=None,
                  tiled: bool = False):
-    """psum of x, of which member j keeps block j along scatter_dimension, as
-    jax.lax.psum_scatter. Not tiled, x.shape[scatter_dimension] must equal the axis size and
-    that dimension is removed; tiled, it must be a multiple and is divided by the axis size.
-    Raises NameError for an unbound name, ValueError for a dimension of the wrong size."""
-    _no_groups(axis_index_groups, "psum_scatter")
-    f = _frame(_one_name(axis_name, "psum_scatter"), "psum_scatter")
-
-    def one(leaf):
-        a = _asarray(leaf)
-        d = scatter_dimension + a.ndim if scatter_dimension < 0 else scatter_dimension
-        return psum_scatter_p.bind(a, axis_name=f.name, axis_size=f.size,
-                                   scatter_dimension=int(d), tiled=bool(tiled))
-
-    return tree_map(one, x)
+    """psum of x, of which member j (of the axis, or at position j of its group) keeps block j
+    along scatter_dimension, as jax.lax.psum_scatter. Not tiled, x.shape[scatter_dimension]
+    must equal the axis (or group) size and that dimension is removed; tiled, it must be a
+    multiple and is divided by that size. axis_name: one name or a tuple, as `all_gather`.
+    Its VJP is all_gather. Raises NameError for an unbound name, ValueError for a dimension
+    of the wrong size, and for axis_index_groups as `psum`.
+    """
+    return _bind("psum_scatter", x, axis_name, axis_index_groups,
+                 scatter_dimension=lambda a: _axis(scatter_dimension, a.ndim),
+                 tiled=bool(tiled))
 
 
 def ppermute(x, axis_name, perm):
     """Member d receives member s's x for each pair (s, d) in perm; members no pair names as a
     destination receive zeros, as jax.lax.ppermute. x: a pytree of arrays (shapes and dtypes
-    kept). Its VJP is ppermute with the pairs reversed. Raises NameError for an unbound name,
-    ValueError for repeated or out-of-range indices in perm."""
-    f = _frame(_one_name(axis_name, "ppermute"), "ppermute")
-    pairs = _perm_param(perm)
-    return tree_map(lambda leaf: ppermute_p.bind(_asarray(leaf), axis_name=f.name,
-                                                 axis_size=f.size, perm=pairs), x)
+    kept). axis_name: one name, or a tuple of names whose members perm numbers along one
+    flattened axis, the outermost vmap's major whatever the tuple's order: as JAX's ppermute
+    numbers the devices of a tuple of mesh axes in the mesh's order (while its axis_index and
+    all_gather follow the tuple's). Its VJP is ppermute with the pairs reversed. Raises
+    NameError for an unbound name, ValueError for repeated or out-of-range indices in perm."""
+    names = _names(axis_name)
+    if len(names) > 1:
+        depth = {n: i for i, n in enumerate(f.name for f in _FRAMES)}
+        names = tuple(sorted(names, key=lambda n: depth.get(n, -1)))
+    return _bind("ppermute", x, names, perm=_perm_param(perm))
 
 
 def pshuffle(x, axis_name, perm):
     """Member i receives member perm[i]'s x, as jax.lax.pshuffle (perm: a permutation of
-    range(axis size)). Raises ValueError when perm is not one."""
+    range(axis size); a tuple of names as `ppermute`). Raises ValueError when perm is not
+    one."""
     n = axis_size(axis_name)
     if sorted(int(p) for p in perm) != list(range(n)):
         raise ValueError(f"pshuffle: perm {tuple(perm)} is not a permutation of range({n})")
@@ -447,19 +444,14 @@ def pshuffle(x, axis_name, perm):
 
 def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_groups=None,
                tiled: bool = False):
-    """Member j receives block j of every member's split_axis, joined along concat_axis, as
-    jax.lax.all_to_all. Not tiled, x.shape[split_axis] must equal the axis size: that axis is
-    removed and a new one of the axis size is inserted at concat_axis. Tiled, split_axis is
-    divided by the axis size and concat_axis multiplied by it. Raises NameError for an
-    unbound name, ValueError for axes out of range or of the wrong size."""
-    _no_groups(axis_index_groups, "all_to_all")
-    f = _frame(_one_name(axis_name, "all_to_all"), "all_to_all")
-
-    def one(leaf):
-        a = _asarray(leaf)
-        s = split_axis + a.ndim if split_axis < 0 else split_axis
-        c = concat_axis + a.ndim if concat_axis < 0 else concat_axis
-        return all_to_all_p.bind(a, axis_name=f.name, axis_size=f.size, split_axis=int(s),
-                                 concat_axis=int(c), tiled=bool(tiled))
-
-    return tree_map(one, x)
+    """Member j (of the axis, or at position j of its group) receives block j of every
+    member's split_axis, joined along concat_axis, as jax.lax.all_to_all. Not tiled,
+    x.shape[split_axis] must equal the axis (or group) size: that axis is removed and a new
+    one of that size is inserted at concat_axis. Tiled, split_axis is divided by that size and
+    concat_axis multiplied by it. axis_name: one name or a tuple, as `all_gather`. Raises
+    NameError for an unbound name, ValueError for axes out of range or of the wrong size.
+    axis_index_groups: as `psum`.
+    """
+    return _bind("all_to_all", x, axis_name, axis_index_groups,
+                 split_axis=lambda a: _axis(split_axis, a.ndim),
+                 concat_axis=lambda a: _axis(concat_axis, a.ndim), tiled=bool(tiled))

@@ -250,7 +250,7 @@ def result_type(*args) -> np.dtype:
     for a in args:
         k = python_scalar_kind(a)
         if k is None:
-            d = getattr(a, "dtype", None)
+            d = None if isinstance(a, type) else getattr(a, "dtype", None)  # np.float32 itself
             k = canonicalize(d if d is not None else a)
         node = k if node is None else _join(node, k)
     if node is None:

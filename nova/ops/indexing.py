@@ -87,7 +87,7 @@ def _gather_impl(operand, indices, *, axes):
 
 
 def _gather_vjp(ct, operand, indices, *, out, axes):
-    if not dtypes.is_float(operand.dtype):
+    if not dtypes.is_inexact(operand.dtype):
         return None, None
     # The forward read the clamped positions, so their cotangents accumulate there.
     zeros = ew.zeros_like(operand)
@@ -214,7 +214,7 @@ def _scatter_cost(ins, outs, **params):
 
 
 def _scatter_add_vjp(ct, operand, indices, updates, *, out, axes):
-    if not dtypes.is_float(operand.dtype):
+    if not dtypes.is_inexact(operand.dtype):
         return None, None, None
     return ct, None, _gathered(ct, indices, axes)
 
@@ -303,7 +303,7 @@ def _mul_parts(operand, indices, updates, axes):
 
 
 def _scatter_vjp(ct, operand, indices, updates, *, out, axes, mode):
-    if not dtypes.is_float(operand.dtype):
+    if not dtypes.is_inexact(operand.dtype):
         return None, None, None
     if mode == "set":
         dx = scatter(ct, indices, ew.zeros_like(updates), axes, "set")

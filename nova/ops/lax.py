@@ -67,6 +67,7 @@ from nova.ops.dynamic import (  # noqa: F401
 from nova.ops.elementwise import *
 from nova.ops.elementwise import abs, max, min, pow  # noqa: F401
 from nova.ops.elementwise import round as _round_half_even
+from nova.ops.complex import complex, conj, imag, real  # noqa: F401,A004
 from nova.ops.elementwise import stop_gradient_p as _stop_gradient_p
 from nova.ops.indexing import clamp_indices, gather, in_bounds  # noqa: F401
 from nova.ops.lax_extras import (  # noqa: F401

@@ -188,7 +188,7 @@ def _prod_partial(x, axes):
 
 
 def _prod_vjp(ct, x, *, out, axes):
-    if not dtypes.is_float(x.dtype):
+    if not dtypes.is_inexact(x.dtype):
         return (None,)
     # Zero-safe: a zero cotangent stays zero where the partial overflowed to inf.
     return (ew._zero_safe_mul(_expand_back(ct, x.shape, axes), _prod_partial(x, axes)),)

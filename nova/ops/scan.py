@@ -138,7 +138,7 @@ def _cumprod_grad(ct, x, out, axis, reverse, *, exact_after_zero):
 
 
 def _cumprod_vjp(ct, x, *, out, axis, reverse):
-    if not dtypes.is_float(x.dtype):
+    if not dtypes.is_inexact(x.dtype):
         return (None,)
     return (_cumprod_grad(ct, x, out, axis, reverse, exact_after_zero=True),)
 

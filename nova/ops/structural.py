@@ -86,7 +86,7 @@ optimization_barrier_p = Primitive(
     "optimization_barrier",
     shape_rule=lambda *types: tuple(types),
     impl=lambda *xs: tuple(xs),
-    vjp=lambda cts, *xs, out: tuple(c if dtypes.is_float(x.dtype) else None
+    vjp=lambda cts, *xs, out: tuple(c if dtypes.is_inexact(x.dtype) else None
                                     for c, x in zip(cts, xs, strict=True)),
     jvp=lambda tangents, *xs, out: tuple(tangents),
     fusion=FusionKind.OPAQUE,

@@ -393,7 +393,7 @@ def _make_ufuncs():
         spec = specs.get(name, {})
         g[name] = _uf(fn, name, associative=spec.get("reducer") is not None, **spec)
     g["ufunc"] = _uf
-    from nova.numpy_impl.ufunc_folds import frompyfunc
+    from nova.numpy_impl.frompyfunc import frompyfunc
 
     g["frompyfunc"] = frompyfunc
 

@@ -117,10 +117,6 @@ def test_errors():
         jnp.add.at(A[0], np.array([0]), 1.0)
     with pytest.raises(ValueError, match="b is required"):
         jnp.add.at(A[0], np.array([0]), inplace=False)
-    with pytest.raises(NotImplementedError, match="divide.at"):
-        jnp.divide.at(A[0], np.array([0]), 2.0, inplace=False)
-    with pytest.raises(NotImplementedError, match="subtract.reduceat"):
-        jnp.subtract.reduceat(A[0], np.array([0]))
     with pytest.raises(ValueError, match="out="):
         jnp.add.reduce(A, out=np.zeros(4))
     with pytest.raises(ValueError, match="not associative"):  # NumPy: ValueError
@@ -159,8 +155,11 @@ def test_reduce_initial_starts_the_left_fold():
     # ((initial op a0) op a1) op a2 for the non-associative ufuncs, as NumPy and jnp
     for name, init in (("subtract", 10.0), ("divide", 1.0), ("power", 2.0)):
         u, ref = getattr(jnp, name), getattr(np, name)
-        np.testing.assert_allclose(np.asarray(u.reduce(B / 4, axis=1, initial=init)),
-                                   ref.reduce(B / 4, axis=1, initial=init), rtol=1e-6)
+        want = np.full(B.shape[0], init)
+        for k in range(B.shape[1]):  # written out: NumPy 2.4's power.reduce skips the middle
+            want = ref(want, B[:, k] / 4)
+        np.testing.assert_allclose(np.asarray(u.reduce(B / 4, axis=1, initial=init)), want,
+                                   rtol=1e-6)
     w = np.array([True, False, True])
     want = np.subtract.reduce(B, axis=1, where=w, initial=0.0)
     np.testing.assert_allclose(want, [-4.0, -10.0])

@@ -88,18 +88,28 @@ def prod(a, axis=None, dtype=None, keepdims=False, initial=None):
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
-    """Arithmetic mean over `axis` (jnp.mean); bool and integer inputs give float32,
-    float16/bfloat16 accumulate in float32. An integer `dtype` computes in that dtype (the
-    sum wraps, the division truncates), as jnp. Empty reductions give NaN. Raises TypeError
-    for dtype bool, ValueError for a bad axis."""
+    """Arithmetic mean over `axis` (jnp.mean): a of any shape; the result has a's shape less
+    the reduced axes (kept as 1 with keepdims). bool and integer inputs give float32, float
+    inputs keep their dtype (float16/bfloat16 accumulate in float32). An integer `dtype`
+    casts a to it and computes in it, as jnp: the sum and the count wrap (300 elements
+    count 44 in int8), the division truncates toward zero, and the result has that dtype.
+    An empty reduction gives NaN in a float dtype and 0 in an integer one (the zero sum
+    divided by a zero count with Nova's integer division, where 0 is the quotient of every
+    division by 0; jnp's program divides the same way and leaves XLA's value). Raises
+    TypeError for dtype bool (as jnp) or an unknown dtype, ValueError for an out-of-range or
+    repeated axis."""
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim)
     dt = _float_result_dtype("mean", x, dtype)
     x = lax.convert_element_type(x, dt)
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
     s = lax.reduce_sum(_accumulate(x), axes)
-    y = lax.div(s, lax.full(s.shape, n if n else np.nan, s.dtype)) if n else \
-        lax.full(s.shape, np.nan, s.dtype)
+    if n == 0 and not dtypes.is_int(s.dtype):
+        y = lax.full(s.shape, np.nan, s.dtype)
+    else:
+        # jnp casts the count to the dtype, wrapping as the sum does (300 in int8 is 44)
+        count = np.asarray(n, np.int64).astype(s.dtype)
+        y = lax.div(s, lax.full(s.shape, count, s.dtype))
     return _keep(lax.convert_element_type(y, dt), x.shape, axes, keepdims)
 
 

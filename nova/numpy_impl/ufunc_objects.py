@@ -5,14 +5,19 @@ calling the function, and each has NumPy's methods `outer`, `reduce`, `accumulat
 `reduceat`, and the attributes `nin`, `nout`, `identity`. Reductions of the associative
 ufuncs use Nova's reductions and scans (add.reduce is sum, maximum.accumulate is cummax, ...);
 the others fold sequentially along the axis (lax.scan), as NumPy defines them (subtract.reduce
-is a0 - a1 - a2 ..., with initial= it is ((initial - a0) - a1) - ...). Arrays are immutable,
-so `at` returns the updated array (inplace=False, as jnp's) and `out=` is refused.
+is a0 - a1 - a2 ..., with initial= it is ((initial - a0) - a1) - ...; subtract.reduceat folds
+each segment so). `at` is a scatter for add, subtract, multiply, maximum and minimum and one
+scan step per indexed entry for the others (numpy_impl/ufunc_folds.py; frompyfunc makes
+ufuncs of user functions, numpy_impl/frompyfunc.py). Arrays are immutable, so `at` returns
+the updated array (inplace=False, as jnp's) and `out=` is refused.
 
 Result dtypes are jnp.ufunc's: reduce and accumulate use the dedicated reduction's rule when
 there is one (add.reduce is sum: uint8 gives uint32; add.accumulate is cumsum: int8 stays
 int8), else the dtype func gives for two operands of a's dtype (divide.reduce of ints is
-float32, logical_and.accumulate of uint8 is bool); reduceat keeps a's dtype. An explicit
-dtype= is honoured everywhere (jnp ignores it in reduceat and logaddexp.reduce).
+float32, logical_and.accumulate of uint8 is bool); reduceat keeps a's dtype for the ufuncs
+with a reduction and takes func's otherwise (subtract.reduceat of int8 is int8, logaddexp's of
+int32 float32). An explicit dtype= is honoured everywhere (jnp ignores it in reduceat and
+logaddexp.reduce).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import numpy as np
 from nova.core import dtypes
 from nova.core.array import Array
 from nova.core.errors import ShapeError
-from nova.numpy_impl.util import asarray, where_am_i
+from nova.numpy_impl.util import asarray
 
 __all__ = ["ufunc"]
 
@@ -41,21 +46,19 @@ def cast_identity(value, dtype) -> np.ndarray:
     return np.asarray(value, dtype)
 
 
-_FOLD_DTYPES: dict = {}
-
-
-def fold_dtype(func, name: str, dtype) -> np.dtype:
-    """The dtype of func(x, y) for x, y of `dtype` (found by tracing func abstractly, cached):
-    the dtype of a fold of func, as jnp.ufunc's reduce and accumulate take it. Raises what
-    func raises for that dtype (TypeError for a bitwise function of floats, ...)."""
-    key = (name, np.dtype(dtype))
-    if key not in _FOLD_DTYPES:
+def fold_dtype(func, cache: dict, dtype) -> np.dtype:
+    """The dtype of func(x, y) for x, y of `dtype` (found by tracing func abstractly, kept in
+    `cache`, the ufunc's own: two frompyfunc ufuncs may share a name): the dtype of a fold of
+    func, as jnp.ufunc's reduce and accumulate take it. Raises what func raises for that dtype
+    (TypeError for a bitwise function of floats, ...)."""
+    key = np.dtype(dtype)
+    if key not in cache:
         from nova.control_flow import trace_region
         from nova.core.ir import TensorType
 
-        program = trace_region(func, [TensorType((), key[1])] * 2)[0]
-        _FOLD_DTYPES[key] = np.dtype(program.outputs[0].type.dtype)
-    return _FOLD_DTYPES[key]
+        program = trace_region(func, [TensorType((), key)] * 2)[0]
+        cache[key] = np.dtype(program.outputs[0].type.dtype)
+    return cache[key]
 
 
 def _scalar(value, dtype) -> Array:
@@ -69,7 +72,8 @@ class ufunc:  # noqa: N801 (NumPy's name)
     """A binary elementwise function with NumPy's ufunc methods (numpy.ufunc, jnp.ufunc).
 
     ufunc(func, name, identity=None, reducer=None, accumulator=None, at=None,
-    associative=False, idempotent=False): func(x, y) is the elementwise function;
+    associative=False, idempotent=False, nin=2, nout=1): func(x, y) is the elementwise
+    function (func(x1, ..., x_nin) for the ufuncs nova.numpy.frompyfunc makes);
     reducer(a, axis=..., dtype=..., keepdims=...) and accumulator(a, axis=..., dtype=...) the
     dedicated reduction and scan when there are (e.g. sum, cumsum; dtype None: their own
     dtype rule), at the name of the `Array.at[...]` update (add,
@@ -78,11 +82,11 @@ class ufunc:  # noqa: N801 (NumPy's name)
     reductions without an identity use the reducer. Raises as documented per method.
     """
 
-    nin, nout, nargs = 2, 1, 3
-
     def __init__(self, func: Callable, name: str, *, identity=None, reducer=None,
                  accumulator=None, at: str | None = None, associative: bool = False,
-                 idempotent: bool = False):
+                 idempotent: bool = False, nin: int = 2, nout: int = 1):
+        self.nin, self.nout, self.nargs = nin, nout, nin + nout  # (nargs: NumPy's count)
+        self._fold_dtypes: dict = {}
         self._func = func
         self.__name__ = name
         self.__doc__ = func.__doc__
@@ -100,6 +104,14 @@ class ufunc:  # noqa: N801 (NumPy's name)
         return self._func(*args, **kwargs)
 
     # --- helpers -------------------------------------------------------------------------------
+    def _binary_only(self, method: str) -> None:
+        if self.nin != 2:
+            raise ValueError(f"{self.__name__}.{method} is only supported for binary ufuncs "
+                             f"(nin=2); this one has nin={self.nin}")
+        if self.nout != 1:
+            raise ValueError(f"{self.__name__}.{method} is only supported for ufuncs with one "
+                             f"output; this one has nout={self.nout}")
+
     def _no_out(self, method: str, out) -> None:
         if out is not None:
             raise ValueError(f"{self.__name__}.{method}: out= is not supported (Nova arrays "
@@ -121,15 +133,15 @@ class ufunc:  # noqa: N801 (NumPy's name)
             return None
         dtype = dtypes.canonicalize(dtype, arg_name=f"{self.__name__}.{method} dtype")
         if check:
-            fold_dtype(self._func, self.__name__, a.dtype)
+            fold_dtype(self._func, self._fold_dtypes, a.dtype)
         return dtype
 
     def _fold_input(self, method: str, a, dtype):
         """a cast to the dtype of a fold of func: `dtype`, else func's result dtype. Raises
         TypeError when func's results do not promote to `dtype` (divide.reduce with
         dtype=int32); they are cast to it (logical_and.accumulate with dtype=uint8)."""
-        dt = fold_dtype(self._func, self.__name__, a.dtype) if dtype is None else dtype
-        got = fold_dtype(self._func, self.__name__, dt)
+        dt = fold_dtype(self._func, self._fold_dtypes, a.dtype) if dtype is None else dtype
+        got = fold_dtype(self._func, self._fold_dtypes, dt)
         if dtypes.result_type(got, dt) != dt:
             raise TypeError(f"{self.__name__}.{method}: dtype {dt} cannot hold the results of "
                             f"{self.__name__}, which are {got} for {dt} operands")
@@ -219,7 +231,9 @@ class ufunc:  # noqa: N801 (NumPy's name)
 
     # --- methods -------------------------------------------------------------------------------
     def outer(self, a, b, **kwargs):
-        """func(a[i, j, ...], b[k, l, ...]) for every pair: shape a.shape + b.shape."""
+        """func(a[i, j, ...], b[k, l, ...]) for every pair: shape a.shape + b.shape. Raises
+        ValueError for a ufunc that is not binary with one output."""
+        self._binary_only("outer")
         a, b = asarray(a), asarray(b)
         return self._func(a.reshape(a.shape + (1,) * b.ndim), b, **kwargs)
 
@@ -234,10 +248,12 @@ class ufunc:  # noqa: N801 (NumPy's name)
         uint32, as sum; maximum.reduce keeps a's), else func's for two operands of a's dtype
         (divide.reduce of int32 is float32), as jnp.ufunc.reduce. Raises TypeError for a
         dtype func does not map to itself (divide with dtype=int32) or an `a` func does not
-        take (bitwise_and of floats). Raises ValueError for out=, an empty reduction or a where= without identity
-        or initial, a duplicate axis, or more than one axis (axis=None of a >1-d array
-        included) for a non-associative ufunc, as NumPy; TypeError for a non-bool where."""
+        take (bitwise_and of floats). Raises ValueError for out=, an empty reduction or a
+        where= without identity or initial, a duplicate axis, or more than one axis
+        (axis=None of a >1-d array included) for a non-associative ufunc, as NumPy, or a
+        ufunc that is not binary with one output; TypeError for a non-bool where."""
         self._no_out("reduce", out)
+        self._binary_only("reduce")
         a = asarray(a)
         dtype = self._dtype("reduce", a, dtype, check=self._reducer is not None)
         axes = self._reduce_axes(a, axis)
@@ -277,9 +293,11 @@ class ufunc:  # noqa: N801 (NumPy's name)
         when given, else the accumulator's (add/multiply keep an integer dtype, int8 stays
         int8 and wraps, as jnp.cumsum; bool becomes int32), else func's for two operands of
         a's dtype (divide.accumulate of ints is float32, logical_or.accumulate is bool).
-        Raises ValueError for out= or a 0-d a, ShapeError for an axis out of bounds,
-        TypeError as reduce for a dtype or an `a` func does not take."""
+        Raises ValueError for out=, a 0-d a or a ufunc that is not binary with one output,
+        ShapeError for an axis out of bounds, TypeError as reduce for a dtype or an `a` func
+        does not take."""
         self._no_out("accumulate", out)
+        self._binary_only("accumulate")
         a = asarray(a)
         dtype = self._dtype("accumulate", a, dtype)
         if a.ndim == 0:
@@ -311,37 +329,35 @@ class ufunc:  # noqa: N801 (NumPy's name)
 
     def at(self, a, indices, b=None, *, inplace: bool = True):
         """a with func applied at `indices` (numpy.ufunc.at, unbuffered: repeated indices
-        apply repeatedly): a[indices] = func(a[indices], b). Nova's arrays are immutable:
-        pass inplace=False (as jnp.ufunc.at requires) and use the result. Supported for add,
-        subtract, multiply, maximum, minimum. Raises ValueError for inplace=True or a missing
-        b, NotImplementedError for other ufuncs."""
+        apply repeatedly): a[indices] = func(a[indices], b), or func(a[indices]) for a unary
+        ufunc (b None); b broadcasts to a[indices].shape. Nova's arrays are immutable: pass
+        inplace=False (as jnp.ufunc.at requires) and use the result. add, subtract,
+        multiply, maximum and minimum are one scatter and keep a's dtype; the other ufuncs
+        apply func one indexed entry at a time (a scan; one gather and scatter for concrete
+        indices that never repeat) and give func's dtype, as jnp (divide.at of ints is
+        float32). Raises ValueError for inplace=True, a missing b for a binary ufunc or a b
+        for a unary one, or a ufunc with nin > 2 or nout > 1; ShapeError for a b that does
+        not broadcast; what indexing raises for bad indices."""
         if inplace:
             raise ValueError(f"{self.__name__}.at: Nova arrays are immutable; call it with "
                              "inplace=False and use the returned array")
-        if b is None:
+        if self.nout != 1 or self.nin > 2:
+            raise ValueError(f"{self.__name__}.at is only supported for unary and binary "
+                             f"ufuncs with one output; this one has nin={self.nin}, "
+                             f"nout={self.nout}")
+        if b is None and self.nin == 2:
             raise ValueError(f"{self.__name__}.at: b is required for a binary ufunc")
+        if b is not None and self.nin == 1:
+            raise ValueError(f"{self.__name__}.at: a unary ufunc takes no b")
         a = asarray(a)
         if self._at is None:
-            raise NotImplementedError(
-                f"{self.__name__}.at is not supported: only add, subtract, multiply, maximum "
-                "and minimum have scatter updates")
+            from nova.numpy_impl.ufunc_folds import sequential_at
+
+            return sequential_at(self, a, indices, b)
         ref = a.at[indices]
         if self._at == "subtract":
             return ref.add(-asarray(b))
         return getattr(ref, self._at)(b)
-
-    def _reduceat_indices(self, idx, n: int, axis: int, shape):
-        from nova.numpy_impl.index_plan import static_value
-
-        v = static_value(idx)
-        if v is None:  # traced: cannot be checked; clipped into range as Nova's gathers are
-            return idx.clip(0, n - 1)
-        bad = v[(v < 0) | (v >= n)]
-        if bad.size:
-            raise IndexError(f"{self.__name__}.reduceat: index {int(bad[0])} is out of bounds "
-                             f"[0, {n}) for axis {axis} of an array of shape {shape}"
-                             f"{where_am_i()}")
-        return idx
 
     def reduceat(self, a, indices, axis: int = 0, dtype=None, out=None):
         """Reductions over the slices a[indices[i]:indices[i+1]] along `axis`
@@ -349,26 +365,31 @@ class ufunc:  # noqa: N801 (NumPy's name)
         indices[i+1] the result is a[indices[i]]. indices: a 1-d integer array of positions
         in [0, len), in any order. Concrete indices are checked; traced ones (an argument
         of nova.jit, mapped by vmap) cannot be, and out-of-range ones are clipped into
-        [0, len - 1]. Each slice is a masked reduction over the whole axis (len(indices) x
-        len work and memory). The dtype is a's (add.reduceat of int8 stays int8 and wraps,
-        as jnp's), or `dtype` (a is cast to it first, as NumPy; jnp ignores it). Supported for the ufuncs with a reduction and an identity or
-        idempotent (add, multiply, maximum, minimum, fmax, fmin, logical and bitwise
-        and/or/xor). Raises ValueError for out=, NotImplementedError for other ufuncs,
-        TypeError for non-integer or not 1-d indices, IndexError for concrete indices out
-        of [0, len) (any index when len is 0), ShapeError for a bad axis."""
+        [0, len - 1]. The ufuncs with an associative reduction and an identity, or idempotent
+        (add, multiply, maximum, minimum, fmax, fmin, logical and bitwise and/or/xor), reduce
+        each slice as a masked reduction over the whole axis; the others (subtract,
+        logaddexp, divide, power, frompyfunc's, ...) fold each slice left to right,
+        ((a[i] op a[i+1]) op ...), all slices in one scan along the axis. Both take
+        len(indices) x len work. The dtype is a's for the first kind (add.reduceat of int8
+        stays int8 and wraps, as jnp's) and func's for two operands of a's dtype for the
+        second (subtract.reduceat of int8 is int8, logaddexp.reduceat of int32 float32), or
+        `dtype` (a is cast to it first, as NumPy; jnp ignores it). Raises ValueError for
+        out= or a ufunc that is not binary with one output, TypeError for non-integer or
+        not 1-d indices or a dtype func does not take (subtract of bools), IndexError for
+        concrete indices out of [0, len) (any index when len is 0), ShapeError for a bad
+        axis."""
         self._no_out("reduceat", out)
-        if self._reducer is None or (self.identity is None and not self._idempotent):
-            raise NotImplementedError(f"{self.__name__}.reduceat is not supported: it needs "
-                                      "an associative ufunc with a reduction (add, multiply, "
-                                      "maximum, minimum, fmax, fmin, logical_*, bitwise_*)")
+        self._binary_only("reduceat")
         from nova.numpy_impl.joining import concatenate
-        from nova.numpy_impl.ranges import arange
         from nova.numpy_impl.shape import moveaxis
-        from nova.numpy_impl.ufuncs import where as select
 
         a = asarray(a)
-        dtype = self._dtype("reduceat", a, dtype, check=True)
-        a = a if dtype is None else a.astype(dtype)
+        masked = self._reducer is not None and (self.identity is not None or self._idempotent)
+        dtype = self._dtype("reduceat", a, dtype, check=masked)
+        if masked:
+            a = a if dtype is None else a.astype(dtype)
+        else:
+            a = self._fold_input("reduceat", a, dtype)
         axis = self._axis("reduceat", a, axis)
         idx = asarray(indices)
         if idx.ndim != 1 or not dtypes.is_int(idx.dtype):
@@ -379,16 +400,14 @@ class ufunc:  # noqa: N801 (NumPy's name)
         if n == 0 and idx.shape[0]:
             raise IndexError(f"{self.__name__}.reduceat: axis {axis} of the array of shape "
                              f"{a.shape} is empty, so every index is out of bounds")
-        idx = self._reduceat_indices(idx, n, axis, a.shape)
+        from nova.numpy_impl import ufunc_folds
+
+        idx = ufunc_folds.checked_indices(self.__name__, idx, n, axis, a.shape)
+        if idx.shape[0] == 0:
+            return moveaxis(xs[:0], 0, axis)
         end = concatenate([idx[1:], asarray([n], dtype=idx.dtype)])
-        j = arange(n)
-        rows = (j[None, :] >= idx[:, None]) & (j[None, :] < end[:, None])  # (k, n)
-        mask = rows.reshape(rows.shape + (1,) * (xs.ndim - 1))
-        first = xs[idx]  # each slice's first entry
-        # Outside its slice an entry is the identity, or (idempotent ufuncs) the slice's first
-        # entry again: no dtype-dependent sentinel, and fmax of an all-NaN slice stays NaN.
-        fill = _scalar(self.identity, a.dtype) if self.identity is not None else first[:, None]
-        res = self._reducer(select(mask, xs[None], fill), axis=(1,), dtype=a.dtype,
-                            keepdims=False)
-        single = (idx >= end).reshape(idx.shape + (1,) * (xs.ndim - 1))
-        return moveaxis(select(single, first, res), 0, axis).astype(a.dtype)
+        if masked:
+            res = ufunc_folds.masked_reduceat(self, xs, idx, end)
+        else:
+            res = ufunc_folds.fold_reduceat(self._func, xs, idx, end)
+        return moveaxis(res, 0, axis)

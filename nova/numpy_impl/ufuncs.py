@@ -113,7 +113,7 @@ def bitwise_xor(x1, x2, /):
 
 def invert(x, /):
     (a,) = promote("invert", x)
-    if dtypes.is_float(a.dtype):
+    if dtypes.is_inexact(a.dtype):
         raise TypeError(f"invert (~) needs a bool or integer array, got {a.dtype}{where_am_i()}")
     return lax.bitwise_not(a)
 
@@ -179,20 +179,28 @@ def square(x, /):
     return lax.mul(a, a)
 
 
+def _bool_as_int(*xs):
+    # jnp's rule for the arithmetic that has no bool meaning (//, %, **): bools compute as int32.
+    if xs[0].dtype != dtypes.bool_:
+        return xs
+    return tuple(lax.convert_element_type(x, dtypes.default_int) for x in xs)
+
+
 def power(x1, x2, /):
     """x1 ** x2 elementwise (numpy.power).
 
     A Python int exponent is applied by repeated multiplication (JAX's integer_pow), so
-    `x ** 2` of a negative x has a finite derivative. Integer arrays raised to negative integer
-    powers raise ValueError, as in NumPy.
+    `x ** 2` of a negative x has a finite derivative. Bool operands (both bool, or a bool
+    array and a Python int) compute in int32 and give int32, as jnp.power. Integer arrays
+    raised to negative integer powers raise ValueError, as in NumPy.
     """
     if type(x2) is int and builtins.abs(x2) <= 64:
-        (a,) = promote("power", x1)
-        if x2 < 0 and not dtypes.is_float(a.dtype):
+        (a,) = _bool_as_int(*promote("power", x1))
+        if x2 < 0 and not dtypes.is_inexact(a.dtype):
             raise ValueError(f"integers to negative integer powers are not allowed{where_am_i()}")
         return lax.integer_pow(a, x2)  # repeated squaring: exact, no log in the derivative
-    a, b = promote("power", x1, x2)
-    if dtypes.is_float(a.dtype):
+    a, b = _bool_as_int(*promote("power", x1, x2))
+    if dtypes.is_inexact(a.dtype):
         return lax.pow(a, b)
     f = dtypes.float64
     return lax.convert_element_type(
@@ -220,8 +228,9 @@ def _float_divmod(a, b):
 
 
 def floor_divide(x1, x2, /):
-    """Floor of x1 / x2 elementwise (numpy.floor_divide); integer division by 0 gives 0."""
-    a, b = promote("floor_divide", x1, x2)
+    """Floor of x1 / x2 elementwise (numpy.floor_divide); integer division by 0 gives 0.
+    Bool operands give int32 (True // True is 1), as jnp.floor_divide."""
+    a, b = _bool_as_int(*promote("floor_divide", x1, x2))
     if dtypes.is_float(a.dtype):
         return _float_divmod(a, b)[0]
     q = lax.div(a, b)  # truncates toward zero
@@ -232,8 +241,9 @@ def floor_divide(x1, x2, /):
 
 
 def mod(x1, x2, /):
-    """Remainder with the sign of the divisor (numpy.mod / remainder)."""
-    a, b = promote("mod", x1, x2)
+    """Remainder with the sign of the divisor (numpy.mod / remainder); integer remainders by 0
+    give 0. Bool operands give int32, as jnp.remainder."""
+    a, b = _bool_as_int(*promote("mod", x1, x2))
     r = lax.rem(a, b)
     zero = lax.full(a.shape, 0, a.dtype)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, zero)))
@@ -245,17 +255,17 @@ remainder = mod
 
 def isnan(x, /):
     (a,) = promote("isnan", x)
-    return lax.isnan(a) if dtypes.is_float(a.dtype) else lax.full(a.shape, False, dtypes.bool_)
+    return lax.isnan(a) if dtypes.is_inexact(a.dtype) else lax.full(a.shape, False, dtypes.bool_)
 
 
 def isinf(x, /):
     (a,) = promote("isinf", x)
-    return lax.isinf(a) if dtypes.is_float(a.dtype) else lax.full(a.shape, False, dtypes.bool_)
+    return lax.isinf(a) if dtypes.is_inexact(a.dtype) else lax.full(a.shape, False, dtypes.bool_)
 
 
 def isfinite(x, /):
     (a,) = promote("isfinite", x)
-    if not dtypes.is_float(a.dtype):
+    if not dtypes.is_inexact(a.dtype):
         return lax.full(a.shape, True, dtypes.bool_)
     return lax.bitwise_not(lax.bitwise_or(lax.isnan(a), lax.isinf(a)))
 

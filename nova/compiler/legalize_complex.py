@@ -5,7 +5,7 @@ replaced by its float arithmetic (a complex product is four real products and tw
 complex matmul four real matmuls, exp(a + ib) = e^a (cos b + i sin b), ...), and a value whose
 imaginary part is known to be zero (a real array converted to complex) carries no imaginary
 part at all, so `real_matrix @ complex_matrix` costs two real matmuls, not four. Complex
-buffers cross the boundary through two host views (nova/ops/complex.py): `complex_as_pairs`
+buffers cross the boundary through two host copies (nova/ops/complex.py: planar parts): `complex_as_pairs`
 where a complex input (or the result of a primitive without a split rule, e.g. a scan or a
 callback) is read, `pairs_as_complex` where a complex value is a Program output or such a
 primitive's operand. Programs without complex values are returned as they are.
@@ -334,7 +334,7 @@ def legalize_complex(program: Program) -> Program:
             nd = len(shape)
 
             def part(k):
-                s = E.slice(p, start_indices=(0,) * nd + (k,), limit_indices=(*shape, k + 1),
+                s = E.slice(p, start_indices=(k,) + (0,) * nd, limit_indices=(k + 1, *shape),
                             strides=(1,) * (nd + 1))
                 return E.reshape(s, new_sizes=shape)
 
@@ -349,8 +349,8 @@ def legalize_complex(program: Program) -> Program:
             re, im = pairs[id(v)]
             im = E.zero_if_none(im, re)
             shape = re.type.shape
-            col = lambda x: E.reshape(x, new_sizes=(*shape, 1))  # noqa: E731
-            got = E.pairs_as_complex(E.concatenate(col(re), col(im), dimension=len(shape)))
+            row = lambda x: E.reshape(x, new_sizes=(1, *shape))  # noqa: E731
+            got = E.pairs_as_complex(E.concatenate(row(re), row(im), dimension=0))
             whole[id(v)] = got
         return got
 

@@ -6,9 +6,10 @@ reference handles them, and reverse mode follows JAX's convention (a VJP is the 
 the JVP, with no conjugation: `grad(f)(z)` of a real f is the conjugate of df/dx + i df/dy,
 e.g. grad(abs)(3+4j) == 0.6-0.8j). The compiler splits every complex value into its real and
 imaginary parts before fusion (nova/compiler/legalize_complex.py), so kernels only see floats:
-`complex_as_pairs` reads a complex buffer of shape S as floats of shape S + (2,) (real part at
-index 0), and `pairs_as_complex` is its inverse; both are host views, placed only at the
-boundaries of a Program (its inputs and outputs, and primitives without a split rule).
+`complex_as_pairs` copies a complex buffer of shape S into planar floats of shape (2,) + S (the
+real parts, then the imaginary parts: each part is contiguous, so the kernels reading them
+vectorize), and `pairs_as_complex` interleaves them back; both run on the host, placed only at
+the boundaries of a Program (its inputs and outputs, and primitives without a split rule).
 """
 
 from __future__ import annotations
@@ -90,15 +91,26 @@ complex_p = _primitive(
 
 def _as_pairs_rule(x):
     _complex_operand("complex_as_pairs", x)
-    return TensorType((*x.shape, 2), dtypes.real_dtype(x.dtype))
+    return TensorType((2, *x.shape), dtypes.real_dtype(x.dtype))
 
 
 def _as_complex_rule(x):
-    if not dtypes.is_float(x.dtype) or x.dtype not in (dtypes.float32, dtypes.float64) or \
-            not x.shape or x.shape[-1] != 2:
-        raise TypeError(f"pairs_as_complex_p needs float32/float64 pairs (last axis 2), got "
+    if x.dtype not in (dtypes.float32, dtypes.float64) or not x.shape or x.shape[0] != 2:
+        raise TypeError(f"pairs_as_complex_p needs float32/float64 parts (first axis 2), got "
                         f"{x.dtype}{list(x.shape)}")
-    return TensorType(x.shape[:-1], dtypes.complex_dtype(x.dtype))
+    return TensorType(x.shape[1:], dtypes.complex_dtype(x.dtype))
+
+
+def _split(x):
+    out = np.empty((2, *x.shape), dtypes.real_dtype(x.dtype))
+    out[0], out[1] = x.real, x.imag
+    return out
+
+
+def _join(x):
+    out = np.empty(x.shape[1:], dtypes.complex_dtype(x.dtype))
+    out.real, out.imag = x[0], x[1]
+    return out
 
 
 def _no_derivative(name):
@@ -109,13 +121,11 @@ def _no_derivative(name):
 
 
 complex_as_pairs_p = _primitive(
-    "complex_as_pairs", _as_pairs_rule,
-    lambda x: np.ascontiguousarray(x).view(dtypes.real_dtype(x.dtype)).reshape(*x.shape, 2),
+    "complex_as_pairs", _as_pairs_rule, _split,
     _no_derivative("complex_as_pairs"), _no_derivative("complex_as_pairs"),
     differentiable=False)
 pairs_as_complex_p = _primitive(
-    "pairs_as_complex", _as_complex_rule,
-    lambda x: np.ascontiguousarray(x).view(dtypes.complex_dtype(x.dtype)).reshape(x.shape[:-1]),
+    "pairs_as_complex", _as_complex_rule, _join,
     _no_derivative("pairs_as_complex"), _no_derivative("pairs_as_complex"),
     differentiable=False)
 

@@ -14,5 +14,5 @@ EXAMPLES = {
     "conj": [lambda rng: ([_z(rng, (5,))], {})],
     "complex": [lambda rng: ([rng.uniform(-2, 2, (3, 4)), rng.uniform(-2, 2, (3, 4))], {})],
     "complex_as_pairs": [lambda rng: ([_z(rng).astype(np.complex64)], {})],
-    "pairs_as_complex": [lambda rng: ([rng.uniform(-2, 2, (3, 4, 2))], {})],
+    "pairs_as_complex": [lambda rng: ([rng.uniform(-2, 2, (2, 3, 4))], {})],
 }

@@ -245,6 +245,10 @@ def compile_kernels(fused, target: str, precision: str | None = None) -> dict:
 def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecutable:
     """The CUDA executable of `program` for target "cuda:sm_XX" (no GPU needed to build it; calling
     it needs one and raises GPUUnavailableError otherwise)."""
+    from nova.compiler.legalize_complex import has_complex, legalize_complex
+
+    if has_complex(program):  # a Program that skipped the pass pipeline
+        program = legalize_complex(program)
     fused = fuse(program)
     kernels = compile_kernels(fused, target)
     launches, slot_types, output_slots, per_kernel = _launch_list(program, fused, kernels,
@@ -288,7 +292,10 @@ def _device_loop(k: Kernel, target: str):
                          [v.type for v in e.outputs])
 
 
-_CALLBACKS = ("host:pure_callback", "host:io_callback")
+# Host calls on every execution: the callbacks, and the copies between complex buffers and
+# their planar float parts (nova/ops/complex.py; no GPU kernel for them yet).
+_CALLBACKS = ("host:pure_callback", "host:io_callback", "host:complex_as_pairs",
+              "host:pairs_as_complex")
 
 
 def _host_call_launch(k: Kernel, slot) -> GPULaunch:

@@ -268,3 +268,21 @@ def test_no_complex_form_raises():
         nova.lax.complex(x, x)
     with pytest.raises(NotImplementedError, match="sort of complex values"):
         nova.jit(lambda v: nova.lax.sort(v))(x)
+
+
+def test_optim_tree_utils_of_complex_leaves_match_optax():
+    import optax
+
+    import nova.optim as optim
+
+    tree = {"a": Z, "b": Z.real.copy()}
+    tu = optim.tree_utils
+    assert_close(tu.tree_norm(tree), optax.tree_utils.tree_norm(tree), rtol=1e-6)
+    assert_close(tu.tree_norm(tree, squared=True),
+                 optax.tree_utils.tree_norm(tree, squared=True), rtol=1e-6)
+    for ours, theirs in ((tu.tree_real, optax.tree_utils.tree_real),
+                         (tu.tree_conj, optax.tree_utils.tree_conj)):
+        got, want = ours(tree), theirs(tree)
+        for k in tree:
+            assert np.asarray(got[k]).dtype == np.asarray(want[k]).dtype
+            assert_close(got[k], want[k])

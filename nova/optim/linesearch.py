@@ -23,7 +23,8 @@ from nova.optim.base import (
 
 
 def tree_vdot(a, b):
-    """sum over leaves of <a_leaf, b_leaf> (real inputs), a 0-d array."""
+    """sum over leaves of vdot(a_leaf, b_leaf) (complex leaves of a conjugated), a 0-d
+    array."""
     pairs = zip(tree_leaves(a), tree_leaves(b), strict=True)
     terms = [jnp.vdot(jnp.asarray(x), jnp.asarray(y)) for x, y in pairs]
     return sum(terms[1:], terms[0]) if terms else jnp.asarray(0.0, dtype=jnp.float32)

@@ -72,7 +72,7 @@ tree_add_scalar_mul = tree_add_scale  # optax's older name
 
 def tree_vdot(tree_x, tree_y):
     """The inner product sum over leaves of vdot(x_leaf, y_leaf), a 0-d array
-    (optax.tree_utils.tree_vdot; Nova has no complex dtypes, so nothing is conjugated)."""
+    (optax.tree_utils.tree_vdot; complex leaves of tree_x are conjugated, as numpy.vdot)."""
     return _tree_vdot(tree_x, tree_y)
 
 
@@ -89,15 +89,22 @@ def tree_clip(tree, min_value=None, max_value=None):
 
 
 def tree_conj(tree):
-    """The complex conjugate of every leaf (optax.tree_utils.tree_conj): Nova's dtypes are all
-    real, so the tree itself, its leaves as arrays."""
-    return tree_map(jnp.asarray, tree)
+    """The complex conjugate of every leaf (optax.tree_utils.tree_conj); real leaves as they
+    are (as arrays)."""
+    return tree_map(lambda x: jnp.conj(jnp.asarray(x)), tree)
 
 
 def tree_real(tree):
-    """The real part of every leaf (optax.tree_utils.tree_real): the leaves themselves in Nova,
-    which has no complex dtypes."""
-    return tree_map(jnp.asarray, tree)
+    """The real part of every leaf (optax.tree_utils.tree_real): float32 for complex64,
+    float64 for complex128; real leaves as they are (as arrays)."""
+    return tree_map(lambda x: jnp.real(jnp.asarray(x)), tree)
+
+
+def _abs_square(x):
+    """|x|^2 elementwise, real for complex x (optax's squared norm of complex leaves)."""
+    x = jnp.asarray(x)
+    return jnp.square(jnp.real(x)) + jnp.square(jnp.imag(x)) if jnp.iscomplexobj(x) else \
+        jnp.square(x)
 
 
 # --- reductions and norms ------------------------------------------------------------------------
@@ -149,7 +156,7 @@ def tree_norm(tree, ord=None, squared: bool = False):
       ValueError: another ord.
     """
     if ord is None or (not isinstance(ord, str) and ord == 2):
-        sq = tree_sum(tree_map(lambda x: jnp.square(jnp.asarray(x)), tree))
+        sq = tree_sum(tree_map(_abs_square, tree))
         return jnp.asarray(sq if squared else jnp.sqrt(sq))
     if not isinstance(ord, str) and ord == 1:
         out = tree_sum(tree_map(lambda x: jnp.abs(jnp.asarray(x)), tree))

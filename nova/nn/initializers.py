@@ -5,7 +5,7 @@ a function `init(key, shape, dtype=None) -> Array` of a nova.random key; `zeros`
 initializers themselves. dtype None is the builder's dtype, float32 unless the builder was given
 one. The numbers are nova.random's, which are jax.random's (bit for bit for uniform, to a few
 ulps for normal and truncated_normal), so a key gives the weights jax.nn.initializers gives.
-Nova has no complex dtypes, so there is no complex branch.
+Complex dtypes are refused with TypeError (jax.nn.initializers' complex branches are not built).
 """
 
 from __future__ import annotations

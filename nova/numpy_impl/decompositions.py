@@ -1340,17 +1340,20 @@ def tensorinv(a, ind=2):
 
 
 def eig(a):
-    """Not available: the eigenvalues of a general matrix are complex, and Nova has no complex
-    dtypes. Raises NotImplementedError (use eigh for symmetric matrices)."""
-    raise NotImplementedError("eig: general (non-symmetric) eigenproblems need complex dtypes, "
-                              "which Nova does not have; use eigh for symmetric matrices"
-                              f"{where_am_i()}")
+    """Eigenvalues and right eigenvectors of a general real matrix (numpy.linalg.eig); see
+    nova/numpy_impl/eig_general.py (Hessenberg reduction, Francis double-shift QR, back
+    substitution on the Schur form)."""
+    from nova.numpy_impl.eig_general import eig as general
+
+    return general(a)
 
 
 def eigvals(a):
-    """Not available (complex results); raises NotImplementedError. See eig."""
-    raise NotImplementedError("eigvals: general eigenvalues are complex, which Nova does not "
-                              f"have; use eigvalsh for symmetric matrices{where_am_i()}")
+    """The eigenvalues of a general real matrix (numpy.linalg.eigvals), complex; see
+    nova/numpy_impl/eig_general.py."""
+    from nova.numpy_impl.eig_general import eigvals as general
+
+    return general(a)
 
 
 LINALG = ["cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",

@@ -48,6 +48,7 @@ __all__ = [
     "polymul",
     "polysub",
     "polyval",
+    "roots",
     "trapezoid",
     "unwrap",
     "vander",
@@ -79,7 +80,7 @@ def _promoted(name, named, inexact=True):
     for arg, v in named.items():
         vals[arg] = v if _is_py_scalar(v) else _arr(name, arg, v)
     dt = dtypes.result_type(*vals.values())
-    if inexact and not dtypes.is_float(dt):
+    if inexact and not dtypes.is_inexact(dt):  # (complex stays complex)
         dt = dtypes.default_float
     return [asarray(v, dt) for v in vals.values()]
 
@@ -566,10 +567,16 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     fp[i-1] + (x - xp[i-1]) / (xp[i] - xp[i-1]) * (fp[i] - fp[i-1]); zero-width intervals take
     fp[i-1]. Differentiable in x, xp and fp.
 
-    Raises ValueError for xp or fp not 1-d, an empty xp, or period == 0 (when concrete);
-    ShapeError when xp and fp differ in length.
+    Complex fp (and left / right) interpolate their real and imaginary parts alike and give
+    the complex dtype of that float dtype, as NumPy and jax.numpy.
+
+    Raises ValueError for xp or fp not 1-d, an empty xp, or period == 0 (when concrete), or
+    a complex x or xp; ShapeError when xp and fp differ in length.
     """
     name = "interp"
+    fc = fp if _is_py_scalar(fp) else _arr(name, "fp", fp)
+    if dtypes.is_complex(dtypes.result_type(fc)):
+        return _interp_complex(x, xp, fc, left, right, period)
     xv, xpv, fpv = _promoted(name, {"x": x, "xp": xp, "fp": fp})
     if xpv.ndim != 1 or fpv.ndim != 1:
         raise ValueError(f"{name}: data points xp and fp must be 1-d, got shapes {xpv.shape} and "
@@ -612,6 +619,21 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         f = jnp.where(jnp.less(xv, xpv[0]), lo, f)
         f = jnp.where(jnp.greater(xv, xpv[-1]), hi, f)
     return f
+
+
+def _interp_complex(x, xp, fp, left, right, period):
+    for arg, v in (("x", x), ("xp", xp)):
+        if not _is_py_scalar(v) and dtypes.is_complex(_arr("interp", arg, v).dtype) or \
+                isinstance(v, complex):
+            raise ValueError(f"interp: {arg} must be real (only fp, left and right may be "
+                             f"complex), got dtype {dtypes.result_type(v)}{where_am_i()}")
+
+    def part(v, take):
+        return None if v is None else take(asarray(v))
+
+    re = interp(x, xp, jnp.real(fp), part(left, jnp.real), part(right, jnp.real), period)
+    im = interp(x, xp, jnp.imag(fp), part(left, jnp.imag), part(right, jnp.imag), period)
+    return lax.complex(re, im)
 
 
 def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
@@ -724,7 +746,7 @@ def poly(seq_of_zeros):
     elif a.ndim > 1:
         raise ValueError(f"poly: seq_of_zeros must be 1-d or a square matrix, got shape "
                          f"{a.shape}{where_am_i()}")
-    if not dtypes.is_float(a.dtype):
+    if not dtypes.is_inexact(a.dtype):
         a = a.astype(dtypes.default_float)
     a = jnp.atleast_1d(a)
     c = jnp.ones((1,), a.dtype)
@@ -766,3 +788,75 @@ def polydiv(u, v, *, trim_leading_zeros=False):
         nz = np.flatnonzero(c)
         r = r[int(nz[0]):] if nz.size else r[-1:]
     return quotient, r
+
+
+def _companion(q, n_lead):
+    """The (m, m) companion matrix of q (m + 1 coefficients, highest degree first, q[0] != 0
+    unless everything is undefined): first row -q[1:] / q[0], ones below the diagonal. With
+    n_lead > 0 (a traced count) the last n_lead coefficients are padding: the subdiagonal one
+    above them is zeroed, which decouples a trailing nilpotent block whose eigenvalues stay at
+    the last n_lead positions of the Schur form."""
+    m = q.shape[0] - 1
+    i = jnp.arange(m, dtype=dtypes.int32)
+    first = -q[1:] / q[0]
+    sub = (i[:, None] == i[None, :] + 1) & (i[:, None] != m - n_lead)
+    ones = jnp.ones((m, m), q.dtype)
+    c = jnp.where(sub, ones, jnp.zeros_like(ones))
+    return jnp.where(i[:, None] == 0, first[None, :], c)
+
+
+def roots(p, *, strip_zeros=True):
+    """The roots of the polynomial with coefficients p, highest degree first (numpy.roots,
+    jax.numpy.roots): the eigenvalues of its companion matrix (nova.numpy.linalg.eigvals:
+    Hessenberg QR, no balancing), always complex (complex64 for float32 and integer p,
+    complex128 for float64), in the eigenvalue routine's order.
+
+    p: 1-d real array of length n + 1. strip_zeros=True (the default, NumPy's behaviour)
+    removes leading zeros and returns len(p) - 1 - (their number) roots; trailing zeros
+    give exact zero roots at the end (as NumPy); it needs a concrete p (not under jit or
+    vmap). strip_zeros=False works on traced p: it returns n roots, the last k of them NaN
+    for k leading zeros (all NaN when p is all zero), as jax.numpy. Differentiable through
+    eigvals (inf/NaN at repeated roots).
+
+    Raises ValueError for a p that is not 1-d, TypeError for strip_zeros=True with a traced
+    p, NotImplementedError for complex coefficients.
+    """
+    a = _arr("roots", "p", p)
+    if dtypes.is_complex(a.dtype):
+        raise NotImplementedError(f"roots: complex coefficients (dtype {a.dtype}) are not "
+                                  f"supported yet (eig of complex matrices){where_am_i()}")
+    if a.ndim != 1:
+        raise ValueError(f"roots: p must be 1-d, got shape {a.shape}{where_am_i()}")
+    if not dtypes.is_float(a.dtype):
+        a = a.astype(dtypes.default_float)
+    from nova.numpy_impl.eig_general import eigvals
+
+    cdt = dtypes.complex_dtype(dtypes.float32 if a.dtype in (dtypes.float16, dtypes.bfloat16)
+                               else a.dtype)
+    if strip_zeros:
+        c = _concrete(a)
+        if c is None:
+            raise TypeError(f"roots: strip_zeros=True needs a concrete p (its number of roots "
+                            f"depends on its values); use strip_zeros=False under jit or "
+                            f"vmap{where_am_i()}")
+        nz = np.flatnonzero(c)
+        if nz.size == 0:
+            return jnp.zeros((0,), cdt)
+        lead, trail = int(nz[0]), len(c) - 1 - int(nz[-1])
+        q = a[lead:len(c) - trail]
+        zeros = jnp.zeros((trail,), cdt)
+        if q.shape[0] < 2:
+            return zeros
+        return jnp.concatenate([eigvals(_companion(q, 0)).astype(cdt), zeros])
+    m = a.shape[0] - 1
+    if m < 1:
+        return jnp.zeros((0,), cdt)
+    # k leading zeros: q = p shifted left by k and padded with zeros
+    k = jnp.sum(jnp.cumprod((a == 0).astype(dtypes.int32)))
+    idx = jnp.arange(m + 1, dtype=dtypes.int32) + k
+    q = jnp.where(idx <= m, a[jnp.minimum(idx, m)], jnp.zeros_like(a))
+    q0 = jnp.where(k > m, jnp.ones_like(a[0]), q[0])  # all zero: every root undefined
+    q = jnp.concatenate([q0[None], q[1:]])
+    w = eigvals(_companion(q, k)).astype(cdt)
+    undefined = jnp.arange(m, dtype=dtypes.int32) >= m - k
+    return jnp.where(undefined, jnp.full((m,), complex(np.nan, np.nan), cdt), w)

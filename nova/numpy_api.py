@@ -131,6 +131,22 @@ def _linalg_namespace():
     return ns
 
 
+def _fft_namespace():
+    """`nova.numpy.fft`: numpy.fft's transforms (fft, ifft, fft2, ifft2, fftn, ifftn, rfft,
+    irfft, rfft2, irfft2, rfftn, irfftn, hfft, ihfft), fftfreq, rfftfreq, fftshift and ifftshift
+    (nova/numpy_impl/fft.py: DFT matmuls, four-step Cooley-Tukey and Bluestein in Nova's ops)."""
+    import sys
+    import types
+
+    from nova.numpy_impl import fft as _fft
+
+    ns = types.ModuleType("nova.numpy.fft", _fft_namespace.__doc__)
+    for name in _fft.__all__:
+        setattr(ns, name, getattr(_fft, name))
+    sys.modules.setdefault("nova.numpy.fft", ns)  # `import nova.numpy.fft` works too
+    return ns
+
+
 pi = _np.pi
 e = _np.e
 inf = _np.inf
@@ -317,6 +333,7 @@ def _setitem_error(self, idx, value):
 _attach_methods()
 
 linalg = _linalg_namespace()
+fft = _fft_namespace()
 
 
 def _make_ufuncs():

@@ -82,8 +82,9 @@ def test_promotion_follows_jax():
     assert jnp.promote_types(jnp.int8, jnp.uint8) == np.int16
     assert jnp.promote_types("int32", "float16") == np.float16
     assert jnp.promote_types(jnp.float16, jnp.bfloat16) == np.float32
+    assert jnp.promote_types(np.complex64, np.float32) == np.complex64
     with pytest.raises(TypeError, match="not supported"):
-        jnp.promote_types(np.complex64, np.float32)
+        jnp.promote_types(np.uint64, np.float32)
 
 
 def test_can_cast_and_isdtype():

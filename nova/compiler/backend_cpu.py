@@ -42,6 +42,7 @@ from nova.compiler.plan_memory import live_bytes, plan_memory
 from nova.core.errors import CompilerError
 from nova.core.ir import Eqn, Program, Var
 from nova.core.primitive import lookup
+from nova.compiler.dot_layout import gemm_operands
 from nova.compiler.legalize_complex import has_complex, legalize_complex
 from nova.core.trace import _reference_eval
 from nova.ops.callback import has_effects
@@ -481,6 +482,7 @@ def compile_program(program: Program, *, target: str | None = None,
     reuse for its values (the jitted function's donate_argnums, flattened)."""
     if has_complex(program):  # an eager op's Program skips the pass pipeline
         program = legalize_complex(program)
+    program = gemm_operands(program)  # dot_generals the GEMM reads in place (dot_layout.py)
     if len(program.eqns) > 1:
         _prefetch_launcher()
     fused = fuse(program)

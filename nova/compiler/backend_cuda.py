@@ -247,8 +247,11 @@ def compile_program(program: Program, *, target: str, donated=()) -> CUDAExecuta
     it needs one and raises GPUUnavailableError otherwise)."""
     from nova.compiler.legalize_complex import has_complex, legalize_complex
 
+    from nova.compiler.dot_layout import gemm_operands
+
     if has_complex(program):  # a Program that skipped the pass pipeline
         program = legalize_complex(program)
+    program = gemm_operands(program)  # dot_generals the GEMM reads in place
     fused = fuse(program)
     kernels = compile_kernels(fused, target)
     launches, slot_types, output_slots, per_kernel = _launch_list(program, fused, kernels,

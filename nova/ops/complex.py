@@ -130,6 +130,17 @@ pairs_as_complex_p = _primitive(
     differentiable=False)
 
 
+def _swap01(x):
+    from nova.ops.structural import transpose
+
+    return transpose(x, (1, 0, *range(2, x.ndim)))
+
+
+# Batched: the parts axis leads the planar layout, so the batch axis moves past it.
+complex_as_pairs_p.batch = lambda args, batched: _swap01(complex_as_pairs_p.bind(args[0]))
+pairs_as_complex_p.batch = lambda args, batched: pairs_as_complex_p.bind(_swap01(args[0]))
+
+
 def real(x):
     """The real part of a complex array (lax.real); x itself if x is not complex."""
     return real_p.bind(x) if dtypes.is_complex(x.dtype) else x

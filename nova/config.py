@@ -36,9 +36,50 @@ _ALLOWED = {
 }
 
 
+class _Flags(dict):
+    """The flag values: a dict whose every mutation (update(), the test suite's clear() and
+    update() restoring a snapshot, item assignment, ...) drops the cached code key."""
+
+    __slots__ = ("code_keys",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.code_keys: dict = {}  # NOVA_CUDA_ARCH's raw value -> code_key()
+
+
+def _mutating(name):
+    method = getattr(dict, name)
+
+    def wrapper(self, *args, **kwargs):
+        out = method(self, *args, **kwargs)
+        # After the change: a code_key() running meanwhile in another thread stores what it
+        # built in the dict dropped here, never in the new one.
+        self.code_keys = {}
+        return out
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+for _name in ("__setitem__", "__delitem__", "__ior__", "clear", "pop", "popitem", "setdefault",
+              "update"):
+    setattr(_Flags, _name, _mutating(_name))
+del _name
+
+# os.environ's own dict (encoded keys and values) and NOVA_CUDA_ARCH's key in it: reading it
+# there costs ~40 ns, `os.environ.get` of a missing name ~700 ns (it raises and catches a
+# KeyError). Where os.environ has no such dict (another Python, or a replaced os.environ),
+# code_key reads os.environ.get.
+_ARCH = "NOVA_CUDA_ARCH"
+try:
+    _ARCH_KEY = os.environ.encodekey(_ARCH)
+except AttributeError:
+    _ARCH_KEY = None
+
+
 class Config:
     def __init__(self):
-        self._values = dict(_DEFAULTS)
+        self._values = _Flags(_DEFAULTS)
 
     def update(self, name: str, value) -> None:
         """Sets flag `name`. Raises KeyError for an unknown flag, ValueError for a bad value."""
@@ -66,9 +107,21 @@ class Config:
 
     def code_key(self) -> tuple:
         """The flags that change generated code (part of jit and kernel cache keys), and
-        NOVA_CUDA_ARCH (it changes the target a GPU's programs compile for)."""
-        return tuple((k, self._values[k]) for k in _CODE_FLAGS) + (
-            ("NOVA_CUDA_ARCH", os.environ.get("NOVA_CUDA_ARCH", "")),)
+        NOVA_CUDA_ARCH (it changes the target a GPU's programs compile for).
+
+        Built once per setting (a jitted call reads it every time): cached per raw value of
+        NOVA_CUDA_ARCH, and dropped whenever a flag changes (`_Flags`)."""
+        data = getattr(os.environ, "_data", None) if _ARCH_KEY is not None else None
+        raw = data.get(_ARCH_KEY) if type(data) is dict else os.environ.get(_ARCH)
+        values = self._values
+        keys = values.code_keys
+        key = keys.get(raw)
+        if key is None:
+            # (the value read again through os.environ: the raw value only finds the entry)
+            key = tuple((k, values[k]) for k in _CODE_FLAGS) + (
+                (_ARCH, os.environ.get(_ARCH, "")),)
+            keys[raw] = key
+        return key
 
 
 config = Config()

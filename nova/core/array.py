@@ -181,3 +181,18 @@ class Array:
 def from_numpy(value) -> Array:
     """Wraps a NumPy value (no copy when it is already a supported dtype)."""
     return Array(np.asarray(value))
+
+
+_new_array = object.__new__
+
+
+def _adopt(value: np.ndarray, aval: TensorType | None = None) -> Array:
+    """`Array(value, owned=True)` for a buffer an executable just allocated (a supported dtype,
+    no other reference to it: the dispatch paths of nova.jit and eager ops), without the
+    constructor's dtype check; `aval`, when given, is value's TensorType (the shape rule's)."""
+    a = _new_array(Array)
+    a._value = value
+    a._deleted = False
+    a._aval = aval
+    a._owned = True
+    return a

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nova.core import dtypes
-from nova.core.array import Array
+from nova.core.array import Array, _adopt
 from nova.core.errors import (
     ConcretizationTypeError,
     ShapeError,
@@ -557,26 +557,52 @@ class ensure_compile_time_eval:
         return False
 
 
+class FreshResults(list):
+    """Results an eager executor returns when each is a buffer that evaluation allocated and
+    nothing else refers to (the compiled one-equation executables: nova/compiler/eager.py):
+    `bind` wraps them as owned Arrays without checking them for overlaps."""
+
+    __slots__ = ()
+
+
 def bind(prim: Primitive, *args, **params):
     """Applies a primitive: records it in the current trace, or evaluates it eagerly (also
     inside a trace, under ensure_compile_time_eval, when no operand is traced)."""
-    params = prim.canonical_params(params)
-    trace = current_trace()
+    if params:  # (an empty dict is canonical already)
+        params = prim.canonical_params(params)
+    trace = getattr(_state, "trace", None)  # current_trace()
     if trace is not None and getattr(_state, "compile_time_eval", False) and \
             not any(isinstance(a, Tracer) for a in args) and not prim.effectful:
         trace = None
     if trace is None:
-        if _device_executor is not None and any(getattr(a, "_on_device", False) for a in args):
-            out = _device_executor(prim, args, params)
-            if out is not NotImplemented:
-                return out
-        # Eager: any tracer here has escaped its trace (_host_value raises). The user's line
-        # is looked up only for an error message (a stack walk per op otherwise).
-        vals = [_host_value(a) for a in args]
-        out_types = _check_shape_rule(
-            prim, [TensorType(v.shape, v.dtype) for v in vals], params, None
-        )
-        raw = evaluate(prim, vals, params, out_types)
+        # Live host Arrays (the common case) give their buffer and cached aval (the TensorType
+        # of that buffer) at once; anything else takes the general route below.
+        vals = []
+        in_types = []
+        for a in args:
+            if type(a) is not Array or a._deleted:
+                vals = None
+                break
+            vals.append(a._value)
+            t = a._aval
+            in_types.append(t if t is not None else a.aval)
+        if vals is None:
+            if _device_executor is not None and any(getattr(a, "_on_device", False)
+                                                    for a in args):
+                out = _device_executor(prim, args, params)
+                if out is not NotImplemented:
+                    return out
+            # Eager: any tracer here has escaped its trace (_host_value raises). The user's
+            # line is looked up only for an error message (a stack walk per op otherwise).
+            vals = [_host_value(a) for a in args]
+            in_types = [TensorType(v.shape, v.dtype) for v in vals]
+        out_types = _check_shape_rule(prim, in_types, params, None)
+        raw = _eager_executor(prim, vals, params, out_types)  # evaluate()
+        if type(raw) is FreshResults:
+            if len(raw) == 1 and not prim.multiple_results:
+                return _adopt(raw[0], out_types[0])
+            outs = [_adopt(o, t) for o, t in zip(raw, out_types, strict=True)]
+            return outs if prim.multiple_results else outs[0]
         outs = [Array(o, owned=_fresh(o, vals, raw)) for o in raw]
         for o, out in zip(raw, outs, strict=True):
             if not out._owned:  # a view of an argument: that argument is no longer Nova's alone

@@ -171,6 +171,7 @@ class Launch:
 
 
 _char = ctypes.c_char
+_addressof = ctypes.addressof
 
 
 def _address(a: np.ndarray) -> int:
@@ -178,7 +179,7 @@ def _address(a: np.ndarray) -> int:
     ~3x cheaper than `a.ctypes.data` (which builds a helper object per call); read-only arrays
     take the slower route."""
     try:
-        return ctypes.addressof(_char.from_buffer(a))
+        return _addressof(_char.from_buffer(a))
     except (TypeError, ValueError, BufferError):
         return a.ctypes.data
 
@@ -297,15 +298,113 @@ class CPUExecutable:
         if not enabled:
             self._pool.clear()
 
+    # The plan of `_run_direct` (a tuple), None when the executable does not qualify, False
+    # until the first call decides.
+    _direct = False
+
     def __call__(self, values: list) -> list:
         """Runs the program on `values` (one per input slot); calls from several threads run
-        one after the other (they share the arena)."""
+        one after the other (they share the arena), except one-kernel calls that touch nothing
+        shared (`_plan_direct`)."""
+        plan = self._direct
+        if plan is False:
+            with self._call_lock:
+                plan = self._direct = self._plan_direct()
+        if plan is not None:
+            return self._run_direct(values, plan)
         with self._call_lock:
             if _profiling:
                 return self._call_profiled(values)
             if self.launcher is not None:
                 return self._run_native(values)
             return self._run(values, None)
+
+    def _plan_direct(self):
+        """The plan of a one-kernel call made without the slot table, the launcher or the
+        lock (an eager op, a small jitted function: bench/NOTES.md round 24), or None.
+
+        It qualifies when its one launch is a generated kernel reading program inputs and
+        constants only and writing fresh buffers under POOL_MIN_BYTES (nothing in the arena,
+        no donated buffer, no pool: every buffer it touches is the call's own or read-only),
+        and every program output is one of those buffers, none twice. Not with NOVA_PROFILE.
+        Returns (kernel, argument address template, ((position, input index), ...),
+        ((position, shape, dtype), ...) per kernel output, program outputs as indices into
+        those, or None when they are the same list)."""
+        if _profiling or len(self.launches) != 1:
+            return None
+        (launch,) = self.launches
+        if launch.fn is None:
+            return None
+        outs = list(launch.outputs)
+        if (len(set(outs)) != len(outs) or len(set(self.output_slots)) != len(self.output_slots)
+                or not set(self.output_slots) <= set(outs)):
+            return None
+        template = []
+        in_pos = []
+        for pos, s in enumerate(launch.inputs):
+            if s < self.n_inputs:
+                in_pos.append((pos, s))
+                template.append(0)
+            elif s in self.constants:
+                template.append(_address(self.constants[s]))
+            else:
+                return None
+        out_specs = []
+        for s, t in zip(outs, launch.out_types, strict=True):
+            if s < self.n_inputs or s in self.constants or s in self.views or \
+                    s in self.aliases or t.nbytes >= POOL_MIN_BYTES:
+                return None
+            out_specs.append((len(template), t.shape, t.dtype))
+            template.append(0)
+        order = tuple(outs.index(s) for s in self.output_slots)
+        if order == tuple(range(len(outs))):
+            order = None
+        return launch.fn, tuple(template), tuple(in_pos), tuple(out_specs), order
+
+    def _run_direct(self, values: list, plan) -> list:
+        """One kernel called directly (see _plan_direct): its arguments' addresses, then fresh
+        outputs. Writable C-contiguous inputs are recognised by ctypes' view of their buffer
+        (it refuses others); the rest go the general way (made contiguous, read-only ones by
+        `_address`)."""
+        fn, template, in_pos, out_specs, order = plan
+        ptrs = list(template)
+        keep = []  # inputs made contiguous here, alive until the kernel returns
+        for pos, i in in_pos:
+            v = values[i]
+            if type(v) is not np.ndarray:
+                v = np.asarray(v)
+            try:
+                ptrs[pos] = _addressof(_char.from_buffer(v))
+            except (TypeError, ValueError, BufferError):
+                if not v.flags.c_contiguous:
+                    v = v.copy()
+                    keep.append(v)
+                ptrs[pos] = _address(v)
+        bufs = []
+        for pos, shape, dtype in out_specs:
+            o = np.empty(shape, dtype)
+            bufs.append(o)
+            ptrs[pos] = _address(o)
+        fn(*ptrs)
+        if order is None:
+            return bufs
+        return [bufs[k] for k in order]
+
+    def fresh_outputs(self) -> bool:
+        """Whether every program output is a buffer a generated kernel writes and the call
+        allocates (or takes from the pool of the caller's dropped ones): none is an argument,
+        a constant, an arena view, a donated buffer or a host launch's result, none appears
+        twice. Then each result is the caller's alone (nova.jit skips its sharing analysis,
+        an eager op the overlap checks)."""
+        fresh = getattr(self, "_fresh_outputs", None)
+        if fresh is None:
+            written = {s for l in self.launches if l.fn is not None for s in l.outputs}
+            slots = self.output_slots
+            fresh = len(set(slots)) == len(slots) and all(
+                s in written and s >= self.n_inputs and s not in self.constants
+                and s not in self.views and s not in self.aliases for s in slots)
+            self._fresh_outputs = fresh
+        return fresh
 
     def _call_profiled(self, values):
         t0 = time.perf_counter()
@@ -406,10 +505,15 @@ class CPUExecutable:
         env = list(self._env0)
         slots = self._slots
         for i, v in enumerate(values):
-            v = np.asarray(v)
-            v = v if v.flags.c_contiguous else v.copy()
+            if type(v) is not np.ndarray:
+                v = np.asarray(v)
+            try:  # (ctypes views writable C-contiguous buffers only: see _run_direct)
+                a = _addressof(_char.from_buffer(v))
+            except (TypeError, ValueError, BufferError):
+                v = v if v.flags.c_contiguous else v.copy()
+                a = _address(v)
             env[i] = v
-            slots[i] = _address(v)
+            slots[i] = a
         for seg in self._segments:
             if seg[0] == "native":
                 _, _, table_ptr, count, fresh = seg

@@ -299,9 +299,19 @@ def normal(key, shape=(), dtype=None) -> Array:
     """Standard normal floats of `shape` and `dtype` (float32 by default).
 
     sqrt(2) * erfinv(u) for u uniform in (-1, 1), as jax.random.normal; erfinv by Giles'
-    polynomials (see `_erf_inv`). Raises ValueError for a non-float dtype.
+    polynomials (see `_erf_inv`). A complex dtype (complex64 / complex128) gives the standard
+    complex normal, E|z|^2 = 1: real and imaginary parts independent N(0, 1/2), drawn as the
+    normals of split(key)'s two keys in the real dtype, divided by sqrt(2) (jax.random.normal's
+    values). Raises ValueError for a dtype that is neither float nor complex.
     """
     k = _check_key("normal", key)
+    if dtype is not None and dtypes.is_complex(dtypes.canonicalize(dtype)):
+        rd = dtypes.real_dtype(dtypes.canonicalize(dtype))
+        k_re, k_im = split(k)
+        shape = _shape("normal", shape)
+        scale = lax.full(shape, 1 / np.sqrt(2), rd)
+        return lax.complex(lax.mul(normal(k_re, shape, rd), scale),
+                           lax.mul(normal(k_im, shape, rd), scale))
     d = _float_dtype("normal", dtype)
     shape = _shape("normal", shape)
     lo = -1.0 + float(dtypes.finfo(d).epsneg)  # nextafter(-1, 0): keeps erfinv finite

@@ -146,9 +146,15 @@ class _Emit:
         q = self.div(b, self.mul(self.full(t, 2), safe_t))  # b / 2t
         pos = self.ge(a, zero)
         re = self.select(pos, t, self.abs(q))
-        im = self.select(pos, q, self.select(self.lt(b, zero), self.neg(t), t))
+        im = self.select(pos, q, self.select(self.signbit(b), self.neg(t), t))
         is0 = self.eq(t, zero)  # z == 0
         return self.select(is0, zero, re), self.select(is0, b, im)
+
+    def signbit(self, x):
+        """x's sign bit (true for -0.0 too: sqrt(-1 - 0j) is -1j, as in C99 and NumPy)."""
+        ints = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}[x.type.dtype.itemsize]
+        bits = self.bitcast_convert_type(x, new_dtype=ints)
+        return self.lt(bits, self.full(bits, 0))
 
     def ctanh_like(self, x, swap):
         """tanh(a + ib) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b); tan(z) = -i tanh(iz)."""

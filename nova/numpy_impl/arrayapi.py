@@ -160,8 +160,8 @@ def matrix_transpose(x, /):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """The dot product of vectors along `axis`, batch dimensions broadcast (the array API's
-    vecdot)."""
+    """The dot product of vectors along `axis`, sum(conj(x1) * x2), batch dimensions broadcast
+    (the array API's vecdot; a complex x1 is conjugated)."""
     from nova.numpy_impl.norms import vecdot as vd
 
     return vd(x1, x2, axis=axis)
@@ -178,14 +178,14 @@ def matvec(x1, x2, /):
 
 
 def vecmat(x1, x2, /):
-    """Vector-matrix products x1 (..., m) @ x2 (..., m, n) -> (..., n), batch dimensions
-    broadcast (numpy.vecmat; real inputs, so no conjugation). Raises ShapeError for mismatched
+    """Vector-matrix products conj(x1) (..., m) @ x2 (..., m, n) -> (..., n), batch dimensions
+    broadcast (numpy.vecmat: a complex x1 is conjugated). Raises ShapeError for mismatched
     sizes."""
     v, a = asarray(x1), asarray(x2)
     if a.ndim < 2 or v.ndim < 1 or a.shape[-2] != v.shape[-1]:
         raise ShapeError(f"vecmat: x1 {v.shape} must be (..., m) and x2 {a.shape} (..., m, n)"
                          f"{where_am_i()}")
-    return jnp.matmul(v[..., None, :], a)[..., 0, :]
+    return jnp.matmul(jnp.conj(v)[..., None, :], a)[..., 0, :]
 
 
 # --- shape helpers --------------------------------------------------------------------------
@@ -729,9 +729,12 @@ def i0(x):
     Integer inputs become float32. Cephes' Chebyshev expansions of exp(-|x|) I0(x) on [0, 8]
     and (8, inf) (Clenshaw's recurrence), accurate to ~1e-15 relative in float64; I0 is even
     and overflows to inf beyond |x| ~ 713 (float64). Differentiable (I0' = I1, here through
-    the expansions).
+    the expansions). Raises ValueError for a complex x.
     """
     a = asarray(x)
+    if dtypes.is_complex(a.dtype):
+        raise ValueError(f"i0: x must be real, got shape {a.shape} dtype {a.dtype} (as "
+                         f"jax.numpy){where_am_i()}")
     if not dtypes.is_float(a.dtype):
         a = a.astype(dtypes.default_float)
     m = jnp.abs(a)

@@ -1,5 +1,5 @@
-"""Complex numbers in `nova.numpy`: real, imag, conj, angle, the iscomplex family, vdot's
-conjugation helpers (numpy's and jax.numpy's functions of those names).
+"""Complex numbers in `nova.numpy`: real, imag, conj, angle, the iscomplex family,
+real_if_close (numpy's and jax.numpy's functions of those names).
 
 Nova has two complex dtypes, complex64 and complex128 (float32 / float64 parts). Promotion is
 JAX's: a float meets a complex in the complex dtype that holds both (float32 + 1j is
@@ -23,7 +23,7 @@ from nova.ops import complex as cx
 from nova.ops import elementwise as ew
 
 __all__ = ["real", "imag", "conj", "conjugate", "angle", "iscomplex", "isreal", "iscomplexobj",
-           "isrealobj"]
+           "isrealobj", "real_if_close"]
 
 
 def real(val, /):
@@ -101,3 +101,27 @@ def iscomplexobj(x, /):
 def isrealobj(x, /):
     """not iscomplexobj(x) (numpy.isrealobj)."""
     return not iscomplexobj(x)
+
+
+def real_if_close(a, tol=100):
+    """a's real part when every imaginary part is within `tol` of zero, else a itself
+    (numpy.real_if_close; jax.numpy has no such function). tol > 1 counts machine epsilons of
+    a's real dtype (100 * 2**-23 for complex64), tol <= 1 is absolute. A real a is returned as
+    it is. The result's dtype depends on a's values, so a complex a must be concrete: raises
+    ConcretizationTypeError inside jit or vmap."""
+    from nova.core.errors import ConcretizationTypeError
+    from nova.numpy_impl.util import where_am_i
+
+    x = asarray(a)
+    if not dtypes.is_complex(x.dtype):
+        return x
+    if tol > 1:
+        tol = tol * float(np.finfo(dtypes.real_dtype(x.dtype)).eps)
+    try:
+        im = np.asarray(cx.imag(x))
+    except ConcretizationTypeError:
+        raise ConcretizationTypeError(
+            f"real_if_close: the result's dtype depends on the values of a (shape {x.shape}, "
+            f"dtype {x.dtype}), which are not known inside jit or vmap; use jnp.real where the "
+            f"imaginary parts are known to vanish{where_am_i()}") from None
+    return cx.real(x) if bool(np.all(np.abs(im) < tol)) else x

@@ -39,7 +39,8 @@ def _flat(x):
 
 
 def vdot(a, b, /):
-    """Dot product of a and b flattened (numpy.vdot; no conjugation, Nova has no complex).
+    """Dot product of a and b flattened, conj(a) . b (numpy.vdot: a complex `a` is
+    conjugated first; b never is).
 
     Both must have the same size; returns a 0-d array of the promoted dtype. Raises ShapeError.
     """
@@ -49,6 +50,10 @@ def vdot(a, b, /):
             f"vdot: operands of shapes {x.shape} and {y.shape} have different sizes "
             f"({x.size} != {y.size}){where_am_i()}"
         )
+    if dtypes.is_complex(x.dtype):
+        from nova.ops import complex as cx
+
+        x = cx.conj(x)
     return _dot(_flat(x), _flat(y), (((0,), (0,)), ((), ())))
 
 

@@ -45,7 +45,9 @@ def array(object, dtype=None, copy=True):  # noqa: A002 - NumPy's name
 
 
 def full(shape, fill_value, dtype=None):
-    """An array of `shape` filled with `fill_value` (dtype from the value if not given)."""
+    """An array of `shape` filled with `fill_value` (dtype from the value if not given: a
+    Python bool, int, float or complex gives bool, int32, float32 or complex64, as jnp).
+    Raises TypeError for a complex scalar fill_value with a real dtype (as jnp)."""
     shape = _shape(shape)
     if dtype is not None:
         d = dtypes.canonicalize(dtype)
@@ -53,13 +55,18 @@ def full(shape, fill_value, dtype=None):
         d = fill_value.dtype
     else:
         d = dtypes.dtype_of_value(
-            np.asarray(fill_value) if not isinstance(fill_value, int | float | bool) else fill_value)
+            np.asarray(fill_value) if not isinstance(fill_value, int | float | complex | bool)
+            else fill_value)
     if isinstance(fill_value, Array) or hasattr(fill_value, "shape") and \
             tuple(fill_value.shape) != ():
         # An Array (a traced one too: its derivative flows, as jnp.full's does) is broadcast.
         from nova.numpy_impl.shape import broadcast_to
 
         return broadcast_to(asarray(fill_value, d), shape)
+    if isinstance(fill_value, complex | np.complexfloating) and not dtypes.is_complex(d):
+        raise TypeError(f"full: the complex fill_value {fill_value!r} does not fit the real "
+                        f"dtype {d} (as jnp; pass .real or a complex dtype), shape {shape}"
+                        f"{where_am_i()}")
     return lax.full(shape, fill_value if not hasattr(fill_value, "item") else fill_value.item(), d)
 
 

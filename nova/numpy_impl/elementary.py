@@ -4,7 +4,8 @@ primitives (no kernel of their own, so jit, grad, vmap and every backend work un
 - inverse trigonometric and hyperbolic functions (arcsin, arccos, arcsinh, arccosh, arctanh and
   the array-API names asin, acos, asinh, acosh, atan, atanh, atan2), with the branch splits
   that keep them accurate near 0 and for large arguments (Kahan, "Branch cuts for complex
-  elementary functions", 1987; the real forms as in glibc and jax.lax);
+  elementary functions", 1987; the real forms as in glibc and jax.lax); complex arguments
+  take the principal branches of nova/numpy_impl/complex_inverse.py;
 - rounding and classification: trunc, fix, rint, signbit, isposinf, isneginf, fabs;
 - floating-point decomposition: frexp, ldexp, modf, spacing;
 - remainders and NaN-aware extrema: fmod, divmod, fmax, fmin;
@@ -27,6 +28,7 @@ import numpy as np
 # any function here runs.
 from nova import numpy_api as jnp
 from nova.core import dtypes
+from nova.numpy_impl import complex_inverse
 from nova.numpy_impl.families_common import _full, _zeros
 from nova.numpy_impl.util import promote, where_am_i
 from nova.ops import lax
@@ -101,8 +103,12 @@ def arcsin(x, /):
     Integer and bool inputs become float32; NaN outside [-1, 1]. Computed as
     atan2(x, sqrt((1 - x)(1 + x))), accurate to an ulp or two over the whole domain; the
     derivative 1/sqrt(1 - x**2) is infinite at +-1 (NaN there, from 0 * inf).
+    A complex x gives the principal branch, NumPy's (Kahan 1987; see
+    nova/numpy_impl/complex_inverse.py), in x's dtype.
     """
     a = _float("arcsin", x)
+    if dtypes.is_complex(a.dtype):
+        return complex_inverse.arcsin(a)
     return lax.atan2(a, _sqrt1m(a))
 
 
@@ -111,8 +117,12 @@ def arccos(x, /):
 
     Integer and bool inputs become float32; NaN outside [-1, 1]. Computed as
     atan2(sqrt((1 - x)(1 + x)), x): arccos(1) is exactly 0 and arccos(-1) pi rounded.
+    A complex x gives the principal branch, NumPy's (Kahan 1987; see
+    nova/numpy_impl/complex_inverse.py), in x's dtype.
     """
     a = _float("arccos", x)
+    if dtypes.is_complex(a.dtype):
+        return complex_inverse.arccos(a)
     return lax.atan2(_sqrt1m(a), a)
 
 
@@ -137,8 +147,12 @@ def arcsinh(x, /):
     Integer and bool inputs become float32. For |x| < 1: log1p(|x| + x**2 / (1 + sqrt(1 + x**2)))
     (no cancellation near 0); otherwise log|x| + log1p(sqrt(1 + 1/x**2)) (no overflow of x**2
     for |x| up to the dtype's maximum). The derivative is 1/sqrt(1 + x**2) everywhere.
+    A complex x gives the principal branch, NumPy's (Kahan 1987; see
+    nova/numpy_impl/complex_inverse.py), in x's dtype.
     """
     a = _float("arcsinh", x)
+    if dtypes.is_complex(a.dtype):
+        return complex_inverse.arcsinh(a)
     m = _abs_odd(a)
     one = _full(m, 1)
     small = lax.lt(m, one)
@@ -157,8 +171,12 @@ def arccosh(x, /):
     Integer and bool inputs become float32. For x < 2: log1p(t + sqrt(2t + t**2)) with
     t = x - 1 (accurate near 1); otherwise log(x) + log1p(sqrt(1 - 1/x**2)) (no overflow for
     large x). The derivative 1/sqrt(x**2 - 1) is infinite at 1.
+    A complex x gives the principal branch, NumPy's (Kahan 1987; see
+    nova/numpy_impl/complex_inverse.py), in x's dtype.
     """
     a = _float("arccosh", x)
+    if dtypes.is_complex(a.dtype):
+        return complex_inverse.arccosh(a)
     one, two = _full(a, 1), _full(a, 2)
     near = lax.lt(a, two)
     t = lax.sub(_where(near, a, two), one)
@@ -175,8 +193,12 @@ def arctanh(x, /):
 
     Integer and bool inputs become float32. Computed as log1p(2|x| / (1 - |x|)) / 2 with x's
     sign (accurate near 0). The derivative is 1/(1 - x**2).
+    A complex x gives the principal branch, NumPy's (Kahan 1987; see
+    nova/numpy_impl/complex_inverse.py), in x's dtype.
     """
     a = _float("arctanh", x)
+    if dtypes.is_complex(a.dtype):
+        return complex_inverse.arctanh(a)
     m = _abs_odd(a)
     one = _full(m, 1)
     r = lax.mul(lax.log1p(lax.div(lax.add(m, m), lax.sub(one, m))), _full(m, 0.5))
@@ -188,8 +210,13 @@ asin, acos, asinh, acosh, atanh = arcsin, arccos, arcsinh, arccosh, arctanh
 
 
 def atan(x, /):
-    """The inverse tangent elementwise (the array API's name for numpy.arctan)."""
-    return jnp.arctan(x)
+    """The inverse tangent elementwise (the array API's name for numpy.arctan); a complex x
+    takes the principal branch (nova/numpy_impl/complex_inverse.py), real part in
+    [-pi/2, pi/2]."""
+    (a,) = promote("atan", x, to_inexact=True)
+    if dtypes.is_complex(a.dtype):
+        return complex_inverse.arctan(a)
+    return jnp.arctan(a)
 
 
 def atan2(x1, x2, /):
@@ -538,10 +565,11 @@ def sinc(x, /):
 
 def float_power(x1, x2, /):
     """x1 ** x2 elementwise in float64 (numpy.float_power: the widest float, so integer and
-    float32 inputs give float64 results). Broadcasts; negative bases to non-integer powers give
-    NaN."""
+    float32 inputs give float64 results; complex inputs give complex128). Broadcasts; negative
+    real bases to non-integer powers give NaN."""
     a, b = promote("float_power", x1, x2, to_inexact=True)
-    a, b = (lax.convert_element_type(v, dtypes.float64) for v in (a, b))
+    wide = dtypes.complex128 if dtypes.is_complex(a.dtype) else dtypes.float64
+    a, b = (lax.convert_element_type(v, wide) for v in (a, b))
     return lax.pow(a, b)
 
 

@@ -51,5 +51,6 @@ def _int(name, arg, v):
 
 
 def _float_dtype(*xs):
+    # The inexact dtype of a computation: a float or complex result type stays, others float32.
     d = dtypes.result_type(*xs)
-    return d if dtypes.is_float(d) else dtypes.default_float
+    return d if dtypes.is_inexact(d) else dtypes.default_float

@@ -102,8 +102,15 @@ def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    """NaN -> `nan`, +inf -> `posinf` (default: the dtype's max), -inf -> `neginf` (its min)."""
+    """NaN -> `nan`, +inf -> `posinf` (default: the dtype's max), -inf -> `neginf` (its min),
+    elementwise (numpy.nan_to_num). x: any shape; the result has x's shape and dtype (bool and
+    integers are returned as they are). A complex x has each part replaced independently (as
+    NumPy: nan + inf j gives 0 + max j)."""
     a = asarray(x)
+    if dtypes.is_complex(a.dtype):
+        re = nan_to_num(lax.real(a), copy, nan, posinf, neginf)
+        im = nan_to_num(lax.imag(a), copy, nan, posinf, neginf)
+        return lax.complex(re, im)
     if not dtypes.is_float(a.dtype):
         return a
     fi = dtypes.finfo(a.dtype)

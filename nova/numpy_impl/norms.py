@@ -19,8 +19,9 @@ def _jnp():
 
 
 def _float(x):
-    """x as a float array (ints and bools promote to the default float, as NumPy's norm)."""
-    return x if dtypes.is_float(x.dtype) else x.astype(dtypes.default_float)
+    """x as an inexact array (ints and bools promote to the default float, as NumPy's norm;
+    complex stays complex: every norm is of |x|, real)."""
+    return x if dtypes.is_inexact(x.dtype) else x.astype(dtypes.default_float)
 
 
 def _vector(x, ord, axis, keepdims):
@@ -33,7 +34,7 @@ def _vector(x, ord, axis, keepdims):
     if ord == -math.inf:
         return jnp.min(a, axis=axis, keepdims=keepdims)
     if ord == 0:
-        return jnp.sum((x != 0).astype(x.dtype), axis=axis, keepdims=keepdims)
+        return jnp.sum((x != 0).astype(a.dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
         return jnp.sum(a, axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
@@ -82,7 +83,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
     nonzeros), 1, or any p (sum |x|^p)^(1/p). Matrix ord: None/'fro' (Frobenius), 1/-1 (max/min
     column sum), inf/-inf (max/min row sum), 2/-2 (largest/smallest singular value), 'nuc'
     (sum of the singular values; both from nova.numpy.linalg.svd's Jacobi). Integer inputs give
-    the default float. Raises ValueError for an invalid ord or axes."""
+    the default float; complex64 / complex128 inputs give float32 / float64, every norm being
+    one of |x| (as NumPy). Raises ValueError for an invalid ord or axes."""
     a = _float(asarray(x))
     if axis is None:
         if ord is None:
@@ -133,8 +135,9 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """sum(x1 * x2) along `axis` after broadcasting (the array API's linalg.vecdot, real
-    dtypes). Raises ShapeError when the axis' sizes differ."""
+    """sum(conj(x1) * x2) along `axis` after broadcasting (the array API's linalg.vecdot;
+    numpy.vecdot also conjugates a complex x1). The result has the broadcast shape less
+    `axis` and the promoted dtype. Raises ShapeError when the axis' sizes differ."""
     jnp = _jnp()
     a, b = asarray(x1), asarray(x2)
     nd = builtins.max(a.ndim, b.ndim)
@@ -146,7 +149,7 @@ def vecdot(x1, x2, /, *, axis=-1):
 
         raise ShapeError(f"vecdot: axis {axis} has size {na} in x1 (shape {a.shape}) and {nb} "
                          f"in x2 (shape {b.shape}){where_am_i()}")
-    return jnp.sum(a * b, axis=ax - nd)
+    return jnp.sum(jnp.conj(a) * b, axis=ax - nd)
 
 
 def matrix_transpose(x, /):

@@ -84,13 +84,14 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     start, stop: scalars or arrays (broadcast together; may be traced); the result has shape
     (num,) + their shape with the new axis at `axis`. Values are start + i * step with
     step = (stop - start) / (num - 1 if endpoint else num), the last one exactly stop. dtype:
-    float32 unless the inputs are a wider float, or `dtype` (integer dtypes round down, as NumPy).
+    float32 unless the inputs are a wider float, complex64 for complex endpoints (complex128
+    for complex128 ones), or `dtype` (integer dtypes round down, as NumPy).
     retstep: also return step (shape of the endpoints; NaN when num == 1 with endpoint).
     """
     num = _count("linspace", "num", num)
     lo, hi = (asarray(v) if not isinstance(v, Array) else v for v in (start, stop))
     d = dtypes.result_type(lo, hi, 1.0) if dtype is None else dtypes.canonicalize(dtype)
-    ct = d if dtypes.is_float(d) else dtypes.result_type(lo, hi, 1.0)
+    ct = d if dtypes.is_inexact(d) else dtypes.result_type(lo, hi, 1.0)
     base = broadcast_shapes(lo.shape, hi.shape, name="linspace")
     lo = broadcast_to(lax.convert_element_type(lo, ct), base)
     hi = broadcast_to(lax.convert_element_type(hi, ct), base)
@@ -106,8 +107,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if endpoint and num > 1:
         last = lax.eq(lax.iota(dtypes.int32, shape, 0), lax.full(shape, num - 1, dtypes.int32))
         y = lax.select(last, lax.broadcast_in_dim(hi, shape, dims), y)
-    if not dtypes.is_float(d):
-        y = lax.floor(y)
+    if not dtypes.is_inexact(d):
+        y = lax.floor(lax.real(y) if dtypes.is_complex(y.dtype) else y)
     y = lax.convert_element_type(y, d)
     axis = _result_axis(axis, len(shape))
     if axis != 0:

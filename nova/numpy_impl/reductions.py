@@ -32,9 +32,9 @@ def _sum_dtype(x, dtype):
 
 def _float_result_dtype(name, x, dtype):
     """mean/var's dtype: `dtype` when given (bool refused, as jnp), else x's when it is a
-    float, else float32."""
+    float or complex, else float32."""
     if dtype is None:
-        return x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float
+        return x.dtype if dtypes.is_inexact(x.dtype) else dtypes.default_float
     dt = dtypes.canonicalize(dtype, arg_name=f"{name} dtype")
     if dtypes.is_bool(dt):
         raise TypeError(f"{name}: dtype bool is not supported (a {name} needs a division); "
@@ -116,10 +116,11 @@ def mean(a, axis=None, dtype=None, keepdims=False):
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     """Variance over `axis` computed in two passes (mean, then mean squared deviation), jnp.var.
 
-    The dtype is mean's: x's for a float, float32 for bool and integers, `dtype` when given.
-    An integer `dtype` computes the mean, deviations and division in that dtype (truncating)
-    and, as jnp, gives the result as float32. n - ddof <= 0 gives NaN. Raises TypeError for
-    dtype bool, ValueError for a bad axis.
+    The dtype is mean's: x's for a float, float32 for bool and integers, `dtype` when given;
+    a complex x gives the mean of |x - mean|^2 in its real dtype (float32 for complex64), a
+    complex `dtype` that value as complex. An integer `dtype` computes the mean, deviations
+    and division in that dtype (truncating) and, as jnp, gives the result as float32.
+    n - ddof <= 0 gives NaN. Raises TypeError for dtype bool, ValueError for a bad axis.
     """
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim)
@@ -129,6 +130,12 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     m = mean(wide, axes, dtype=wide.dtype, keepdims=True)
     d = lax.sub(wide, lax.broadcast_in_dim(m, x.shape, tuple(range(x.ndim))))
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64)) - ddof
+    if dtypes.is_complex(dt):  # the mean of |d|^2, real (as jnp) unless `dtype` is given
+        re, im = lax.real(d), lax.imag(d)
+        s = lax.reduce_sum(lax.add(lax.mul(re, re), lax.mul(im, im)), axes)
+        y = lax.div(s, lax.full(s.shape, n if n > 0 else np.nan, s.dtype))
+        out = dt if dtype is not None else dtypes.real_dtype(dt)
+        return _keep(lax.convert_element_type(y, out), x.shape, axes, keepdims)
     s = lax.reduce_sum(lax.mul(d, d), axes)
     if not dtypes.is_float(dt):  # jnp: an integer quotient, then NaN where n <= 0 (float32)
         q = lax.div(s, lax.full(s.shape, builtins.max(n, 1), s.dtype))
@@ -141,9 +148,11 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    """Standard deviation: sqrt(var(...)), jnp.std; shapes and dtypes as var. Raises
-    ValueError for a `dtype` that is not a float (as jnp), else what var raises."""
-    if dtype is not None and not dtypes.is_float(dtypes.canonicalize(dtype, arg_name="std dtype")):
+    """Standard deviation: sqrt(var(...)), jnp.std; shapes and dtypes as var (real for a
+    complex x). Raises ValueError for a `dtype` that is neither float nor complex (as jnp),
+    else what var raises."""
+    if dtype is not None and not dtypes.is_inexact(
+            dtypes.canonicalize(dtype, arg_name="std dtype")):
         raise ValueError(f"std: dtype must be a float dtype, got {dtypes.canonicalize(dtype)}"
                          f"{where_am_i()}")
     return lax.sqrt(var(a, axis, dtype, ddof, keepdims))

@@ -19,6 +19,14 @@ def _accumulation_dtype(x, dtype):
     return x.dtype
 
 
+def _complex_cumprod(x, axis):
+    # The cumprod primitive has no complex form; the odd-even parallel prefix of complex
+    # multiplications (Ladner & Fischer, "Parallel prefix computation", JACM 27(4), 1980)
+    # is built from slices, concatenations and complex products, all of which do, and it
+    # differentiates through them.
+    return lax.associative_scan(lax.mul, x, axis=axis)
+
+
 def _cumulative(name, op):
     def f(a, axis=None, dtype=None, out=None):
         if out is not None:
@@ -38,7 +46,10 @@ def _cumulative(name, op):
             # A bool running sum/product is a running "any"/"all".
             combine = lax.cummax if name == "cumsum" else lax.cummin
             return combine(lax.convert_element_type(x, dt), ax)
-        return op(lax.convert_element_type(x, dt), ax)
+        x = lax.convert_element_type(x, dt)
+        if name == "cumprod" and dtypes.is_complex(dt):
+            return _complex_cumprod(x, ax)
+        return op(x, ax)
 
     f.__name__ = name
     what = "sum" if name == "cumsum" else "product"
@@ -46,7 +57,8 @@ def _cumulative(name, op):
         f"Cumulative {what} along `axis` (numpy.{name}); axis None flattens the input first.\n\n"
         "The result has the input's shape (1-d of its size when flattened) and, as jnp's, the\n"
         "input's dtype (int8 stays int8), bool giving int32, unless `dtype` is given. Integer\n"
-        "accumulation wraps on overflow. "
+        "accumulation wraps on overflow. Complex inputs are supported (a complex cumprod is a\n"
+        "parallel prefix of complex products: lax.associative_scan, log2(n) levels). "
         "Raises ValueError for an axis out of range, TypeError for `out` or an unknown dtype."
     )
     return f

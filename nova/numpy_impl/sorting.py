@@ -1,4 +1,5 @@
-"""Sorting functions of nova.numpy: sort, argsort (stable, NumPy's order: NaN last)."""
+"""Sorting functions of nova.numpy: sort, argsort (stable, NumPy's order: NaN last; complex
+values by real part, then imaginary part)."""
 
 from __future__ import annotations
 
@@ -35,23 +36,33 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """A sorted copy of `a` along `axis` (numpy.sort); axis None sorts the flattened array.
 
     The sort is stable whatever `kind` says; NaN sorts after +inf and -0.0 equals 0.0, as in
-    NumPy. The result has a's shape and dtype (1-d when axis is None). The gradient moves each
+    NumPy. Complex values sort lexicographically, by the real part and then the imaginary
+    part (a two-key sort), each part with NaN last. That is jax.numpy's order; NumPy's differs
+    only for a value whose imaginary part alone is NaN, which NumPy places after every value
+    free of NaN and jax.numpy (and Nova) after the values of the same real part. The result
+    has a's shape and dtype (1-d when axis is None). The gradient moves each
     cotangent back to the element's original place. Raises ValueError for an axis out of range
     (a 0-d input needs axis=None), an unknown kind, or `order`.
     """
     _check("sort", kind, order, stable)
     x, ax = _operand(a, axis, flat_0d=False)
+    if dtypes.is_complex(x.dtype):
+        re, im = lax.sort([lax.real(x), lax.imag(x)], ax, num_keys=2)
+        return lax.complex(re, im)
     return lax.sort(x, ax)
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """The int32 indices that sort `a` along `axis` (numpy.argsort); axis None flattens.
 
-    Stable whatever `kind` says (equal elements keep their order), NaN last. The result has a's
+    Stable whatever `kind` says (equal elements keep their order), NaN last; complex values in
+    sort's lexicographic order (real part, then imaginary part). The result has a's
     shape (1-d when axis is None or a is 0-d, as NumPy). Not differentiable. Raises ValueError
     for an axis out of range, an unknown kind, or `order`.
     """
     _check("argsort", kind, order, stable)
     x, ax = _operand(a, axis, flat_0d=True)
     idx = lax.iota(dtypes.default_int, x.shape, ax)
+    if dtypes.is_complex(x.dtype):
+        return lax.sort([lax.real(x), lax.imag(x), idx], ax, num_keys=2)[2]
     return lax.sort([x, idx], ax, num_keys=1)[1]

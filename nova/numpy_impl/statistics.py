@@ -107,6 +107,9 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, scale=1.0):
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}"
                          f"{where_am_i()}")
     x = asarray(a)
+    if dtypes.is_complex(x.dtype):
+        raise ValueError(f"{name}: a must be real (complex numbers have no order statistics), "
+                         f"got shape {x.shape} dtype {x.dtype}{where_am_i()}")
     qv = q if isinstance(q, int | float) and not isinstance(q, bool) else asarray(q)
     dt = _float_dtype(x, qv)
     qa = asarray(qv, dt)
@@ -197,7 +200,7 @@ _QUANTILE_DOC = """
     as jax.numpy; NumPy keeps integers for the discrete ones). Differentiable in a and q
     (through the sort). An empty reduction gives NaN (as jax.numpy). Raises ValueError for an
     unknown method, q of more than 1 dimension or (when concrete) outside its range, an axis out
-    of range."""
+    of range, or a complex a (as jax.numpy)."""
 
 
 def quantile(a, q, axis=None, method="linear", keepdims=False):
@@ -237,7 +240,8 @@ def nanmedian(a, axis=None, keepdims=False):
 
 
 def _nan_filled(x, v):
-    if not dtypes.is_float(x.dtype):
+    # (a complex element with a NaN in either part counts as NaN, as NumPy's isnan)
+    if not dtypes.is_inexact(x.dtype):
         return x
     return lax.select(lax.isnan(x), _full(x, v), x)
 
@@ -318,7 +322,7 @@ def _nan_moments(a, axis, dtype):
     if dtypes.is_bool(dt):
         raise TypeError(f"nanmean/nanvar: dtype bool is not supported; got input dtype {x.dtype}"
                         f"{where_am_i()}")
-    ok = lax.bitwise_not(lax.isnan(x)) if dtypes.is_float(x.dtype) else \
+    ok = lax.bitwise_not(lax.isnan(x)) if dtypes.is_inexact(x.dtype) else \
         _filled(x.shape, True, dtypes.bool_)
     # NaNs are found before the cast (to an integer dtype they would become numbers).
     x = lax.convert_element_type(_nan_filled(x, 0), dt)
@@ -335,7 +339,7 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
     Raises TypeError for dtype bool, ValueError for an axis out of range or repeated.
     """
     x = asarray(a)
-    if not dtypes.is_float(x.dtype):
+    if not dtypes.is_inexact(x.dtype):
         return jnp.mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
     _, _, _, m = _nan_moments(x, axis, dtype)
     return m if keepdims else jnp.squeeze(m, axis=normalize_axes(axis, x.ndim))
@@ -348,6 +352,8 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
     count - ddof is not positive)."""
     x, ok, cnt, m = _nan_moments(a, axis, dtype)
     d = lax.select(ok, lax.sub(x, broadcast_to(m, x.shape)), _zeros(x))
+    if dtypes.is_complex(x.dtype):  # the mean of |d|^2: real, as jnp.nanvar
+        return _nan_var_complex(d, cnt, ddof, axis, keepdims, x.ndim, dtype)
     s = jnp.sum(lax.mul(d, d), axis=axis, dtype=x.dtype, keepdims=True)
     dof = lax.sub(cnt, _full(cnt, ddof))
     pos = lax.gt(dof, _zeros(dof))
@@ -358,6 +364,17 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
     else:
         v = lax.select(pos, lax.div(s, lax.select(pos, dof, _full(dof, 1))), _full(s, np.nan))
     return v if keepdims else jnp.squeeze(v, axis=normalize_axes(axis, x.ndim))
+
+
+def _nan_var_complex(d, cnt, ddof, axis, keepdims, ndim, dtype):
+    re, im = lax.real(d), lax.imag(d)
+    s = jnp.sum(lax.add(lax.mul(re, re), lax.mul(im, im)), axis=axis, keepdims=True)
+    dof = lax.sub(lax.real(cnt), _filled(cnt.shape, ddof, s.dtype))
+    pos = lax.gt(dof, _zeros(dof))
+    v = lax.select(pos, lax.div(s, lax.select(pos, dof, _full(dof, 1))), _full(s, np.nan))
+    if dtype is not None:
+        v = lax.convert_element_type(v, d.dtype)
+    return v if keepdims else jnp.squeeze(v, axis=normalize_axes(axis, ndim))
 
 
 def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False):
@@ -422,23 +439,30 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         aw = lax.convert_element_type(asarray(aweights), dt)
         fact = lax.sub(wsum[0], lax.div(lax.mul(_filled((), ddof, dt),
                                                 jnp.sum(lax.mul(w, aw))), wsum[0]))
-    fact = lax.max(fact, _zeros(fact))
+    if dtypes.is_complex(fact.dtype):  # a real count (the weights are real)
+        fact = lax.real(fact)
+    fact = lax.convert_element_type(lax.max(fact, _zeros(fact)), dt)
     xc = lax.sub(x, lax.broadcast_in_dim(avg, x.shape, (0,)))
     xw = xc if w is None else lax.mul(xc, lax.broadcast_in_dim(w, x.shape, (1,)))
-    c = lax.div(jnp.matmul(xc, xw.T), broadcast_to(fact, (x.shape[0], x.shape[0])))
+    # (X - mean)(X - mean)^H: the second factor conjugated for complex variables, as NumPy's
+    c = lax.div(jnp.matmul(xc, jnp.conj(xw).T), broadcast_to(fact, (x.shape[0], x.shape[0])))
     return jnp.squeeze(c)
 
 
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     """Pearson correlation coefficients of the variables in x (and y) (numpy.corrcoef).
 
-    cov's shapes and dtypes; values clipped to [-1, 1]; a constant variable gives NaN. Raises
-    what cov raises.
+    cov's shapes and dtypes; values clipped to [-1, 1] (for complex variables the real and
+    imaginary parts each, as NumPy); a constant variable gives NaN. Raises what cov raises.
     """
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return lax.div(c, c)
-    sd = lax.sqrt(jnp.diagonal(c))
+    sd = lax.sqrt(jnp.real(jnp.diagonal(c)))  # the variances are real
+    if dtypes.is_complex(c.dtype):
+        sd = lax.convert_element_type(sd, c.dtype)
     c = lax.div(c, lax.broadcast_in_dim(sd, c.shape, (0,)))
     c = lax.div(c, lax.broadcast_in_dim(sd, c.shape, (1,)))
+    if dtypes.is_complex(c.dtype):
+        return lax.complex(jnp.clip(jnp.real(c), -1, 1), jnp.clip(jnp.imag(c), -1, 1))
     return jnp.clip(c, -1, 1)

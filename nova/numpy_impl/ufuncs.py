@@ -34,7 +34,18 @@ cosh = _unary_float("cosh", lax.cosh)
 sin = _unary_float("sin", lax.sin)
 cos = _unary_float("cos", lax.cos)
 tan = _unary_float("tan", lax.tan)
-arctan = _unary_float("arctan", lax.atan)
+_real_arctan = _unary_float("arctan", lax.atan)
+
+
+def arctan(x, /):
+    """The inverse tangent elementwise (numpy.arctan), in (-pi/2, pi/2) for real x; complex x
+    takes the principal branch (complex_inverse.py). Integers and bools become float32."""
+    (a,) = promote("arctan", x, to_inexact=True)
+    if dtypes.is_complex(a.dtype):
+        from nova.numpy_impl.complex_inverse import arctan as complex_arctan
+
+        return complex_arctan(a)
+    return _real_arctan(a)
 sqrt = _unary_float("sqrt", lax.sqrt)
 reciprocal = _unary_float("reciprocal", lax.reciprocal)
 
@@ -161,8 +172,11 @@ ceil = _round_like("ceil", lax.ceil)
 
 
 def round(x, decimals=0):  # noqa: A001 - NumPy's name
-    """Rounds half to even to `decimals` decimal places (numpy.round)."""
+    """Rounds half to even to `decimals` decimal places (numpy.round); complex values round
+    their real and imaginary parts."""
     (a,) = promote("round", x)
+    if dtypes.is_complex(a.dtype):
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if not dtypes.is_float(a.dtype):
         return a
     if decimals == 0:

@@ -29,7 +29,10 @@ them. Repeated eigenvalues or singular values make the eigenvector / singular ve
 derivatives infinite, as in JAX.
 
 Leading dimensions are batch dimensions (nova.vmap over the 2-D routine). Integer inputs become
-float32; float16 and bfloat16 compute in float32 and round back.
+float32; float16 and bfloat16 compute in float32 and round back. Complex inputs (complex64,
+complex128) dispatch to decompositions_complex.py (LU, triangular solves, Cholesky),
+decompositions_complex_spectral.py (QR, eigh) and decompositions_complex_svd.py (the SVD and
+its functions), with the same names and arguments.
 """
 
 from __future__ import annotations
@@ -74,6 +77,33 @@ def _as_float(name, a, arg="a"):
     if not dtypes.is_float(x.dtype):
         raise TypeError(f"{name}: {arg} must be a real array, got dtype {x.dtype}{where_am_i()}")
     return x
+
+
+def _dc():
+    """The complex algorithms (decompositions_complex.py: LU, triangular, Cholesky), imported
+    lazily: that module builds on this one."""
+    from nova.numpy_impl import decompositions_complex
+
+    return decompositions_complex
+
+
+def _complex(*xs):
+    """Whether any argument is complex: the public functions then dispatch to _dc()."""
+    return _dc().is_complex(*xs)
+
+
+def _dcs():
+    """The complex QR and eigh (decompositions_complex_spectral.py)."""
+    from nova.numpy_impl import decompositions_complex_spectral
+
+    return decompositions_complex_spectral
+
+
+def _dsvd():
+    """The complex SVD and its functions (decompositions_complex_svd.py)."""
+    from nova.numpy_impl import decompositions_complex_svd
+
+    return decompositions_complex_svd
 
 
 def _compute_dtype(x):
@@ -248,6 +278,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     triangle of a is read; unit_diagonal assumes ones on the diagonal. A zero on the diagonal
     gives inf/NaN. Returns x with b's shape. Raises ShapeError for mismatched shapes.
     """
+    if _complex(a, b):
+        return _dc().solve_triangular(a, b, trans, lower, unit_diagonal)
     a = _matrix("solve_triangular", a)
     bb = _as_float("solve_triangular", b, "b")
     if trans in (1, 2, "T", "C"):
@@ -346,6 +378,8 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     ShapeError for a non-square input. Differentiable (Murray 2016).
     """
     global _cholesky
+    if _complex(a):
+        return _dc().cholesky(a, upper=upper, symmetrize_input=symmetrize_input)
     jnp = _jnp()
     x = _matrix("cholesky", a)
     dt = x.dtype
@@ -446,6 +480,8 @@ def solve(a, b):
     LinAlgError). Differentiable in a and b. Raises ShapeError for mismatched shapes.
     """
     global _solve
+    if _complex(a, b):
+        return _dc().solve(a, b)
     if _solve is None:
         _solve = _make_solve()
     a = _matrix("solve", a)
@@ -458,6 +494,8 @@ def inv(a):
     a: (..., n, n) float (ints become float32); a singular matrix gives inf/NaN. Raises
     ShapeError for a non-square input. Differentiable (-A^-T A_bar A^-T).
     """
+    if _complex(a):
+        return _dc().inv(a)
     jnp = _jnp()
     x = _matrix("inv", a)
     n = x.shape[-1]
@@ -515,6 +553,8 @@ def slogdet(a):
     Raises ShapeError for a non-square input.
     """
     global _slogdet
+    if _complex(a):
+        return _dc().slogdet(a)
     if _slogdet is None:
         _slogdet = _make_slogdet()
     x = _matrix("slogdet", a)
@@ -542,6 +582,8 @@ def lu_factor(a):
     """(lu, piv) of scipy.linalg.lu_factor: L (unit, below the diagonal) and U packed in one
     (..., n, n) array, and LAPACK's int32 pivot indices (row i was swapped with piv[i]).
     Partial pivoting (Golub & Van Loan Alg. 3.4.1). Not differentiable (use solve / det)."""
+    if _complex(a):
+        return _dc().lu_factor(a)
     x = _matrix("lu_factor", a)
     lu, piv, _ = _batched(_lu_raw, x, n_batch=x.ndim - 2)
     return lu, piv
@@ -551,6 +593,8 @@ def lu(a, permute_l=False):
     """(P, L, U) with a = P @ L @ U (scipy.linalg.lu) for a (..., m, n) matrix: L (m, k) unit
     lower, U (k, n) upper, k = min(m, n); `permute_l=True` returns (P @ L, U). Not
     differentiable."""
+    if _complex(a):
+        return _dc().lu(a, permute_l)
     jnp = _jnp()
     x = _matrix("lu", a, square=False)
     m, n = x.shape[-2:]
@@ -581,6 +625,8 @@ def lu_solve(lu_and_piv, b, trans=0):
     (scipy.linalg.lu_solve). lu: (..., n, n), piv: (..., n) int, b: (..., n) or (..., n, k)
     (batches as lu's). Works under jit and vmap (the pivots are applied as traced swaps).
     Differentiable in b; not in lu. Raises ShapeError for mismatched shapes."""
+    if _complex(lu_and_piv[0], b):
+        return _dc().lu_solve(lu_and_piv, b, trans)
     jnp = _jnp()
     lu_, piv = lu_and_piv
     lu_ = _matrix("lu_solve", lu_)
@@ -610,6 +656,8 @@ def lu_solve(lu_and_piv, b, trans=0):
 
 def _symmetric_from_triangle(a, lower):
     """The symmetric matrix whose lower (or upper) triangle is a's."""
+    if _complex(a):
+        return _dc().symmetric_from_triangle(a, lower)
     jnp = _jnp()
     x = _matrix("symmetric", a)
     t = jnp.tril(x) if lower else jnp.triu(x)
@@ -620,6 +668,8 @@ def _symmetric_from_triangle(a, lower):
 
 def _cholesky_from_triangle(a, lower):
     """SciPy's Cholesky: L from a's lower triangle, or U = L^T from its upper one."""
+    if _complex(a):
+        return _dc().cholesky_from_triangle(a, lower)
     x = _matrix("cholesky", a)
     if lower:
         return cholesky(x, symmetrize_input=False)
@@ -636,6 +686,8 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """x with A x = b from cho_factor's (c, lower) (scipy.linalg.cho_solve): two triangular
     solves. Differentiable in c and b."""
     c, lower = c_and_lower
+    if _complex(c, b):
+        return _dc().cho_solve(c_and_lower, b)
     L = c if lower else _mT(asarray(c))
     y = solve_triangular(L, b, lower=True)
     return solve_triangular(L, y, lower=True, trans=1)
@@ -712,6 +764,8 @@ def qr(a, mode="reduced"):
     Raises ValueError for an unknown mode, ShapeError for fewer than 2 dimensions.
     """
     global _qr_reduced
+    if _complex(a):
+        return _dcs().qr(a, mode)
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}"
                          f"{where_am_i()}")
@@ -912,6 +966,8 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     non-square input, ValueError for a bad UPLO.
     """
     global _eigh
+    if _complex(a):
+        return _dcs().eigh(a, UPLO, symmetrize_input)
     jnp = _jnp()
     x, dt = _eigh_input(a, UPLO, symmetrize_input)
     if x.shape[-1] == 0:
@@ -945,6 +1001,8 @@ def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
     """The eigenvalues (ascending) of a symmetric matrix (numpy.linalg.eigvalsh): eigh's w;
     from n = EIGH_TRIDIAGONAL_MIN_N on without computing the eigenvectors (unless
     differentiated). Arguments, dtypes and errors as eigh's."""
+    if _complex(a):
+        return _dcs().eigvalsh(a, UPLO, symmetrize_input=symmetrize_input)
     if _matrix("eigvalsh", a).shape[-1] < EIGH_TRIDIAGONAL_MIN_N:
         return eigh(a, UPLO, symmetrize_input)[0]
     x, dt = _eigh_input(a, UPLO, symmetrize_input, "eigvalsh")
@@ -1079,6 +1137,8 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     Raises ShapeError for fewer than 2 dimensions.
     """
     global _svd_reduced
+    if _complex(a):
+        return _dsvd().svd(a, full_matrices, compute_uv)
     jnp = _jnp()
     x = _matrix("svd", a, square=False)
     dt = x.dtype
@@ -1143,6 +1203,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     a: (..., m, n) float; returns (..., n, m). `rcond` is NumPy's older name for rtol.
     Differentiable through the SVD.
     """
+    if _complex(a):
+        return _dsvd().pinv(a, rtol, rcond=rcond)
     jnp = _jnp()
     x = _matrix("pinv", a, square=False)
     m, n = x.shape[-2:]
@@ -1166,6 +1228,8 @@ def lstsq(a, b, rcond=None):
     under jit always computed); rank: the number of singular values above rcond * max(S)
     (default eps * max(m, n)); s: the singular values. Differentiable in x.
     """
+    if _complex(a, b):
+        return _dsvd().lstsq(a, b, rcond)
     jnp = _jnp()
     x = _matrix("lstsq", a, square=False)
     bb = _as_float("lstsq", b, "b")
@@ -1201,6 +1265,8 @@ def lstsq(a, b, rcond=None):
 def matrix_rank(M, rtol=None, *, tol=None):
     """The number of singular values above the tolerance (numpy.linalg.matrix_rank): `tol`
     absolute, or rtol * max(S) (default max(m, n) * eps). 1-D inputs: 1 unless all zero."""
+    if _complex(M):
+        return _dsvd().matrix_rank(M, rtol, tol=tol)
     jnp = _jnp()
     x = _as_float("matrix_rank", M, "M")
     if x.ndim < 2:
@@ -1221,6 +1287,8 @@ def cond(x, p=None):
     """The condition number (numpy.linalg.cond): for p None / 2 / -2 the ratio of the largest
     to the smallest singular value (or its inverse); other p (1, -1, inf, -inf, 'fro', 'nuc')
     norm(x, p) * norm(inv(x), p). Singular matrices give inf."""
+    if _complex(x):
+        return _dsvd().cond(x, p)
     a = _matrix("cond", x, square=p not in (None, 2, -2))
     if p in (None, 2, -2):
         s = svdvals(a)
@@ -1307,6 +1375,8 @@ def multi_dot(arrays, *, precision=None):
 def tensorsolve(a, b, axes=None):
     """x with tensordot(a, x, x.ndim) = b (numpy.linalg.tensorsolve): a reshaped to a square
     matrix of b.size rows; `axes` moves those axes of a to the end first."""
+    if _complex(a, b):
+        return _dc().tensorsolve(a, b, axes)
     jnp = _jnp()
     x = _as_float("tensorsolve", a)
     bb = _as_float("tensorsolve", b, "b")
@@ -1327,6 +1397,8 @@ def tensorsolve(a, b, axes=None):
 def tensorinv(a, ind=2):
     """The inverse of a with respect to tensordot over `ind` axes (numpy.linalg.tensorinv):
     the result has shape a.shape[ind:] + a.shape[:ind]."""
+    if _complex(a):
+        return _dc().tensorinv(a, ind)
     jnp = _jnp()
     x = _as_float("tensorinv", a)
     if ind <= 0:

@@ -95,11 +95,16 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     """scipy.linalg.solve: x with a x = b (a^T x = b if transposed); b (n,) or (n, k).
     assume_a "pos" uses the Cholesky factor, anything else LU with partial pivoting; for
     "pos", "sym" and "her" only the triangle named by `lower` is read (the matrix is its
-    symmetric completion), as SciPy's."""
+    symmetric completion, Hermitian for a complex a with "pos" or "her"), as SciPy's."""
     from nova import numpy as jnp
 
     a = jnp.asarray(a)
-    if assume_a in ("pos", "positive definite", "sym", "symmetric", "her", "hermitian"):
+    hermitian = ("pos", "positive definite", "her", "hermitian")
+    if jnp.iscomplexobj(a) and assume_a in hermitian:  # complex: the Hermitian completion
+        from nova.numpy_impl.decompositions_complex import hermitian_from_triangle, matrix
+
+        a = hermitian_from_triangle(matrix("solve", a), lower)
+    elif assume_a in (*hermitian, "sym", "symmetric"):
         a = _d._symmetric_from_triangle(a, lower)
     if transposed:
         a = jnp.swapaxes(a, -1, -2)

@@ -14,8 +14,10 @@ Formulas: complex division by Smith's method (R. L. Smith, "Algorithm 116: Compl
 CACM 5(8), 1962); |z| by scaling with max(|a|, |b|) (no overflow of a^2 + b^2); the principal
 square root as in W. Kahan, "Branch cuts for complex elementary functions" (1987), eq. for
 sqrt; tan and tanh through the double-angle forms, which stay finite where sin/cos overflow.
-Raises NotImplementedError naming the primitive and the user's source line for a primitive
-that has no complex form here (ordering: max, sort, argmax; cumprod).
+Comparisons, max/min and their reductions order complex values lexicographically (real part,
+then imaginary part), as NumPy and JAX do. Raises NotImplementedError naming the primitive and
+the user's source line for a primitive that has no complex form here (sort, argmax, argmin,
+cumprod, cummax, cummin: nova.numpy builds sort and cumprod of complex from other primitives).
 """
 
 from __future__ import annotations
@@ -275,8 +277,29 @@ def _dot(E, x, y, params):
     return E.sub(dot(a, c), dot(b, d)), E.add(dot(a, d), dot(b, c))
 
 
-def _prod(E, x, axes, out_type):
-    """Complex product over `axes` as a tree of pairwise products (log2 n rounds)."""
+def _lex(E, name, x, y):
+    """The lexicographic comparison `name` (lt, le, gt, ge) of complex pairs x and y: by the
+    real parts, ties broken by the imaginary parts (NumPy's and JAX's order)."""
+    (a, b), (c, d) = x, y
+    b, d = E.zero_if_none(b, a), E.zero_if_none(d, c)
+    strict = "lt" if name in ("lt", "le") else "gt"
+    return E.bitwise_or(E.op(strict, a, c), E.bitwise_and(E.eq(a, c), E.op(name, b, d)))
+
+
+def _choose(E, name, x, y):
+    """max / min of complex pairs, lexicographic; ties keep x."""
+    pick = _lex(E, "ge" if name == "max" else "le", x, y)
+    (a, b), (c, d) = x, y
+    if b is None and d is None:
+        return E.select(pick, a, c), None
+    b, d = E.zero_if_none(b, a), E.zero_if_none(d, c)
+    return E.select(pick, a, c), E.select(pick, b, d)
+
+
+def _prod(E, x, axes, out_type, combine=None, pad=(1, 0)):
+    """Complex product over `axes` as a tree of pairwise products (log2 n rounds); with
+    `combine` (a function of two pairs) and its identity `pad`, that reduction instead."""
+    combine = combine or E.cmul
     a, b = x
     nd = len(a.type.shape)
     keep = [i for i in range(nd) if i not in axes]
@@ -292,8 +315,8 @@ def _prod(E, x, axes, out_type):
         size *= 2
     if size != n:  # pad with ones (1 + 0i)
         cfg = tuple((0, 0, 0) for _ in lead) + ((0, size - n, 0),)
-        parts = [E.pad(parts[0], E.full(_scalar(parts[0]), 1), padding_config=cfg),
-                 E.pad(parts[1], E.full(_scalar(parts[1]), 0), padding_config=cfg)]
+        parts = [E.pad(parts[0], E.full(_scalar(parts[0]), pad[0]), padding_config=cfg),
+                 E.pad(parts[1], E.full(_scalar(parts[1]), pad[1]), padding_config=cfg)]
     re, im = parts
     while size > 1:
         half = size // 2
@@ -302,8 +325,8 @@ def _prod(E, x, axes, out_type):
             return E.slice(v, start_indices=(0,) * len(lead) + (lo,),
                            limit_indices=(*lead, hi), strides=(1,) * (len(lead) + 1))
 
-        re, im = E.cmul((cut(re, 0, half), cut(im, 0, half)),
-                        (cut(re, half, size), cut(im, half, size)))
+        re, im = combine((cut(re, 0, half), cut(im, 0, half)),
+                         (cut(re, half, size), cut(im, half, size)))
         size = half
     shape = out_type.shape
     return E.reshape(re, new_sizes=shape), E.reshape(im, new_sizes=shape)
@@ -391,7 +414,8 @@ def legalize_complex(program: Program) -> Program:
 
 _SPLIT = COMPONENTWISE | set(_UNARY) | {
     "constant", "add", "sub", "mul", "div", "pow", "abs", "sign", "eq", "ne", "isnan", "isinf",
-    "real", "imag", "complex", "convert_element_type", "dot_general", "reduce_prod"}
+    "real", "imag", "complex", "convert_element_type", "dot_general", "reduce_prod", "lt", "le",
+    "gt", "ge", "max", "min", "reduce_max", "reduce_min"}
 
 
 def _rule(E, e, name, pair):
@@ -479,4 +503,13 @@ def _rule(E, e, name, pair):
         return [_dot(E, args[0], args[1], e.params)]
     if name == "reduce_prod":
         return [_prod(E, args[0], tuple(e.params["axes"]), e.outputs[0].type)]
+    if name in ("lt", "le", "gt", "ge"):
+        return [_lex(E, name, *args)]
+    if name in ("max", "min"):
+        return [_choose(E, name, *args)]
+    if name in ("reduce_max", "reduce_min"):
+        kind = name[len("reduce_"):]
+        inf = -np.inf if kind == "max" else np.inf
+        return [_prod(E, args[0], tuple(e.params["axes"]), e.outputs[0].type,
+                      lambda p, q: _choose(E, kind, p, q), (inf, inf))]
     return None

@@ -368,8 +368,10 @@ def _min_partials(x, y, out):
     return gx, sub(_c(x, 1), gx)
 
 
-max_p = _binary("max", np.maximum, _max_partials, lambda b, x, y: b.max(x, y), real_only=True)
-min_p = _binary("min", np.minimum, _min_partials, lambda b, x, y: b.min(x, y), real_only=True)
+# Complex operands compare lexicographically (real part, then imaginary part), as JAX's lax.max
+# and NumPy's maximum (nova/compiler/legalize_complex.py).
+max_p = _binary("max", np.maximum, _max_partials, lambda b, x, y: b.max(x, y))
+min_p = _binary("min", np.minimum, _min_partials, lambda b, x, y: b.min(x, y))
 
 
 def _atan2_partials(x, y, out):
@@ -384,9 +386,9 @@ atan2_p = _binary("atan2", np.arctan2, _atan2_partials, lambda b, x, y: b.atan2(
 
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
         "gt": np.greater, "ge": np.greater_equal}
+# Complex operands order lexicographically, as NumPy's and jax.numpy's comparisons.
 eq_p, ne_p, lt_p, le_p, gt_p, ge_p = (
-    _nondiff(n, f, _to_bool(_same_shape_dtype(n) if n in ("eq", "ne")
-                            else _real_only(n, _same_shape_dtype(n))),
+    _nondiff(n, f, _to_bool(_same_shape_dtype(n)),
              (lambda pred: lambda b, x, y: b.cmp(pred, x, y))(n), 2)
     for n, f in _CMP.items()
 )

@@ -68,7 +68,7 @@ def _chooser_partial(x, out, axes):
 
 
 def _chooser_vjp(ct, x, *, out, axes):
-    if not dtypes.is_float(x.dtype):
+    if not dtypes.is_inexact(x.dtype):
         return (None,)
     return (ew.mul(_expand_back(ct, x.shape, axes), _chooser_partial(x, out, axes)),)
 
@@ -81,6 +81,8 @@ def _lowest(dtype):
     d = np.dtype(dtype)
     if d == dtypes.bool_:
         return False
+    if dtypes.is_complex(d):  # the lexicographic order's bottom
+        return complex(-np.inf, -np.inf)
     return -np.inf if dtypes.is_float(d) else np.iinfo(d).min
 
 
@@ -88,6 +90,8 @@ def _highest(dtype):
     d = np.dtype(dtype)
     if d == dtypes.bool_:
         return True
+    if dtypes.is_complex(d):
+        return complex(np.inf, np.inf)
     return np.inf if dtypes.is_float(d) else np.iinfo(d).max
 
 

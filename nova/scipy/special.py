@@ -23,18 +23,24 @@ up to 8 and as i0e's derivative beyond.
 
 The third group (each function's docstring names its sources): expn by its series and
 continued fraction (A&S 5.1.12, 5.1.22), dawsn by Rybicki's sampling formula, fresnel and sici
-by their series and the continued fractions of erfc / E1 at complex arguments (carried as pairs
-of reals: Nova has no complex dtype, so the complex-valued sph_harm_y and wofz are left out),
-spence by the Bernoulli series of the dilogarithm, owens_t by Gauss-Legendre quadrature, hyp1f1
+by their series and the continued fractions of erfc / E1 at complex arguments, spence by the Bernoulli series of the dilogarithm, owens_t by Gauss-Legendre quadrature, hyp1f1
 and hyp2f1 by their series with the Kummer, Pfaff, Euler and 1 - x transformations, bessel_jn
 by Miller's backward recurrence.
+
+Complex values (complex64 / complex128, as jax.scipy.special): wofz, the Faddeeva function, by
+Weideman's rational series (SIAM J. Numer. Anal. 31, 1994); sph_harm_y by the normalized
+associated Legendre recurrences; gamma, loggamma and erfcx also take complex arguments (the
+principal log-gamma by Lanczos and the reflection formula; erfcx(z) = wofz(iz)), and so do
+the elementary expit, logit, xlogy, xlog1py, boxcox, boxcox1p and logsumexp. The other
+functions take real arguments only and raise TypeError for complex ones, as jax does.
 
 Layout: this module holds the elementary functions (expit, logit, xlogy, xlog1py, entr, rel_entr,
 kl_div, boxcox, boxcox1p, softmax, log_softmax, logsumexp) and re-exports the families:
 special_error (erf, erfc, erfcx, erfinv, ndtr, ndtri, log_ndtr, owens_t, dawsn, fresnel),
 special_gamma (gamma, beta and the incomplete gamma / beta functions), special_zeta (bernoulli,
 zeta, polygamma, spence), special_expint (exp1, expi, expn, sici), special_bessel (i0, i0e, i1,
-i1e, bessel_jn), special_hyper (hyp1f1, hyp2f1); special_common holds their shared helpers.
+i1e, bessel_jn), special_hyper (hyp1f1, hyp2f1), special_complex (wofz and the complex gamma / loggamma / erfcx),
+special_harmonic (sph_harm_y); special_common holds their shared helpers.
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ from __future__ import annotations
 import nova.numpy as jnp
 from nova.numpy_impl.util import normalize_axes, promote
 from nova.scipy.special_bessel import bessel_jn, i0, i0e, i1, i1e
-from nova.scipy.special_common import _float, _safe
+from nova.scipy.special_common import _float, _inexact, _safe
+from nova.scipy.special_complex import wofz
 from nova.scipy.special_error import (
     dawsn,
     erf,
@@ -72,6 +79,7 @@ from nova.scipy.special_gamma import (
     multigammaln,
     poch,
 )
+from nova.scipy.special_harmonic import sph_harm_y
 from nova.scipy.special_hyper import hyp1f1, hyp2f1
 from nova.scipy.special_zeta import bernoulli, polygamma, spence, zeta
 
@@ -124,6 +132,8 @@ __all__ = [
     "sici",
     "softmax",
     "spence",
+    "sph_harm_y",
+    "wofz",
     "xlog1py",
     "xlogy",
     "zeta",
@@ -131,29 +141,35 @@ __all__ = [
 
 
 def expit(x):
-    """The logistic function 1 / (1 + exp(-x)) (scipy.special.expit), without overflow."""
+    """The logistic function 1 / (1 + exp(-x)) (scipy.special.expit), without overflow; at
+    complex x (as jax) the same formula, which has poles where exp(-x) = -1."""
     from nova import lax
 
-    (x,) = _float(x)
+    (x,) = _inexact(x)
+    if jnp.iscomplexobj(x):
+        return 1.0 / (1.0 + jnp.exp(-x))
     return lax.logistic(x)
 
 
 def logit(p):
-    """log(p / (1 - p)) (scipy.special.logit): -inf at 0, inf at 1, NaN outside [0, 1]."""
-    (p,) = _float(p)
+    """log(p / (1 - p)) (scipy.special.logit): -inf at 0, inf at 1, NaN outside [0, 1]; at
+    complex p, log(p) - log(1 - p) with principal logs."""
+    (p,) = _inexact(p)
     return jnp.log(p) - jnp.log1p(-p)
 
 
 def xlogy(x, y):
-    """x * log(y), 0 where x == 0 (even for y == 0), as scipy.special.xlogy."""
-    x, y = _float(x, y)
+    """x * log(y), 0 where x == 0 (even for y == 0), as scipy.special.xlogy (principal log at
+    complex arguments)."""
+    x, y = _inexact(x, y)
     safe = jnp.where(x == 0, jnp.ones_like(y), y)
     return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log(safe))
 
 
 def xlog1py(x, y):
-    """x * log1p(y), 0 where x == 0 (even for y == -1), as scipy.special.xlog1py."""
-    x, y = _float(x, y)
+    """x * log1p(y), 0 where x == 0 (even for y == -1), as scipy.special.xlog1py (principal
+    log at complex arguments)."""
+    x, y = _inexact(x, y)
     safe = jnp.where(x == 0, jnp.zeros_like(y), y)
     return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log1p(safe))
 
@@ -195,6 +211,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     -inf gives -inf, a +inf entry gives +inf. The shift is floor(max), which is exact enough for
     stability and not differentiable, so the gradient is exactly softmax(a) * b (no cotangent
     reaches the argmax) and stays finite for rows that hold -inf entries besides finite ones.
+    Complex a (as jax and SciPy): the principal log of the sum, shifted by the real parts'
+    maximum; with return_sign=True the first result is the real log|s| and the sign the
+    complex phase s / |s|.
     Raises ValueError for an axis out of range, ShapeError when a and b do not broadcast.
     """
     if b is None:
@@ -204,7 +223,8 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         # SciPy's rule: a zero weight removes its term, whatever a holds there.
         x = jnp.where(w != 0, x, -jnp.inf)
     axes = normalize_axes(axis, x.ndim)
-    m = jnp.max(x, axis=axes, keepdims=True, initial=-jnp.inf)
+    cplx = jnp.iscomplexobj(x)
+    m = jnp.max(jnp.real(x), axis=axes, keepdims=True, initial=-jnp.inf)
     shift = jnp.floor(m)  # floor is not differentiable: no cotangent flows into the max
     shift = jnp.where(jnp.isfinite(shift), shift, jnp.zeros_like(shift))
     e = jnp.exp(x - shift)
@@ -212,8 +232,12 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         e = w * e
     s = jnp.sum(e, axis=axes, keepdims=True)
     if return_sign:
-        sign = jnp.sign(s)
-        s = jnp.abs(s)
+        mag = jnp.abs(s)
+        if cplx:
+            sign = jnp.where(mag == 0, jnp.zeros_like(s), s / jnp.where(mag == 0, 1.0, mag))
+        else:
+            sign = jnp.sign(s)
+        s = mag
     out = jnp.log(s) + shift
     if not keepdims:
         out = jnp.squeeze(out, axis=axes) if axes else out
@@ -245,16 +269,18 @@ def kl_div(x, y):
 
 def boxcox(x, lmbda):
     """The Box-Cox transform (scipy.special.boxcox): (x^lmbda - 1) / lmbda, log(x) at
-    lmbda = 0; computed as expm1(lmbda log x) / lmbda (no cancellation for small lmbda)."""
-    x, lm = _float(x, lmbda)
+    lmbda = 0; computed as expm1(lmbda log x) / lmbda (no cancellation for small lmbda).
+    Complex arguments use the principal log, as jax."""
+    x, lm = _inexact(x, lmbda)
     lx = jnp.log(x)
     zero = lm == 0
     return jnp.where(zero, lx, jnp.expm1(lm * lx) / _safe(~zero, lm, 1.0))
 
 
 def boxcox1p(x, lmbda):
-    """boxcox(1 + x, lmbda) accurate for small x (scipy.special.boxcox1p): via log1p(x)."""
-    x, lm = _float(x, lmbda)
+    """boxcox(1 + x, lmbda) accurate for small x (scipy.special.boxcox1p): via log1p(x);
+    principal log at complex arguments."""
+    x, lm = _inexact(x, lmbda)
     lx = jnp.log1p(x)
     zero = lm == 0
     return jnp.where(zero, lx, jnp.expm1(lm * lx) / _safe(~zero, lm, 1.0))

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import sys
+
 import nova.numpy as jnp
-from nova.numpy_impl.util import promote
+from nova.core import dtypes
+from nova.numpy_impl.util import promote, where_am_i
 
 
 def _float(*args):
+    """The arguments of a real-only function promoted to one float dtype and broadcast; a
+    complex argument raises TypeError naming the calling function (as jax.scipy.special)."""
+    out = promote("special", *args, to_inexact=True)
+    if out and dtypes.is_complex(out[0].dtype):
+        frame = sys._getframe(1)
+        while frame.f_code.co_name.startswith("_") and frame.f_back is not None:
+            frame = frame.f_back  # name the public function, not its private helper
+        name = frame.f_code.co_name
+        raise TypeError(f"{name}: got an argument of dtype {out[0].dtype.name}; this function "
+                        f"takes real arguments only{where_am_i()}")
+    return out
+
+
+def _inexact(*args):
+    """As _float, but complex arguments are kept (for the functions defined at complex z)."""
     return promote("special", *args, to_inexact=True)
 
 
@@ -32,15 +50,6 @@ def _tiny(x):
 
 def _is_int(x):
     return x == jnp.floor(x)
-
-
-def _cdiv(ar, ai, br, bi):
-    """(ar + i ai) / (br + i bi) on pairs of reals (Nova has no complex dtype), with b scaled by
-    max(|br|, |bi|) first so that |b|^2 cannot overflow."""
-    s = jnp.maximum(jnp.abs(br), jnp.abs(bi))
-    cr, ci = br / s, bi / s
-    den = br * cr + bi * ci
-    return (ar * cr + ai * ci) / den, (ai * cr - ar * ci) / den
 
 
 _EULER = 0.5772156649015329

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 import nova.numpy as jnp
-from nova.scipy.special_common import _float, _fori, _is_int, _safe, _tiny
+from nova.core import dtypes
+from nova.scipy.special_common import _float, _fori, _inexact, _is_int, _safe, _tiny
+from nova.scipy.special_complex import gamma_complex, loggamma_complex
 
 _LANCZOS_G = 7.0
 _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
@@ -14,7 +16,7 @@ _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.323
 
 
 def _lgamma_right(x):
-    """log|Gamma(x)| for x >= 1/2 (Lanczos)."""
+    """log|Gamma(x)| for x >= 1/2 (Lanczos); log Gamma(x) for complex x with Re x >= 1/2."""
     z = x - 1.0
     a = jnp.full_like(z, _LANCZOS[0])
     for k, c in enumerate(_LANCZOS[1:], start=1):
@@ -39,8 +41,11 @@ def gammaln(x):
 
 def gamma(x):
     """The gamma function (scipy.special.gamma): exp(gammaln(x)) with Gamma's sign (negative
-    between -2k-1 and -2k); inf at the poles 0, -1, -2, ..."""
-    (x,) = _float(x)
+    between -2k-1 and -2k); inf at the poles 0, -1, -2, ... Complex x (complex64 /
+    complex128) gives exp(loggamma(x)), NaN + NaN i at the poles (as SciPy)."""
+    (x,) = _inexact(x)
+    if dtypes.is_complex(x.dtype):
+        return gamma_complex(x)
     sign = jnp.where((x < 0) & (jnp.floor(x) % 2 == 1), -1.0, 1.0)
     return sign * jnp.exp(gammaln(x))
 
@@ -109,9 +114,17 @@ def gammasgn(x):
 
 
 def loggamma(x):
-    """log Gamma(x) for real x (scipy.special.loggamma on reals): gammaln for x > 0, NaN for
-    x < 0 (where the principal log is complex), inf at 0."""
-    (x,) = _float(x)
+    """The principal branch of log Gamma(x) (scipy.special.loggamma).
+
+    Real x: gammaln for x > 0, NaN for x < 0 (where the log is complex), inf at 0. Complex x
+    (complex64 / complex128): the branch analytic off the non-positive real axis, with
+    loggamma(x + 1) = loggamma(x) + log(x) (so its imaginary part is not confined to
+    (-pi, pi]), NaN at the poles 0, -1, -2, ...; Lanczos with the reflection formula
+    (special_complex.loggamma_complex). The result has x's shape and dtype.
+    """
+    (x,) = _inexact(x)
+    if dtypes.is_complex(x.dtype):
+        return loggamma_complex(x)
     return jnp.where(x < 0, jnp.nan, gammaln(x))
 
 

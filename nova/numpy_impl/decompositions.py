@@ -1165,15 +1165,19 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 
 
 @functools.cache
-def _svd_full_nodiff():
+def _svd_full_nodiff(raw=None):
+    """The full-matrices SVD `raw` (default: the real one) under a custom_vjp whose backward
+    raises (shared with decompositions_complex_svd.py)."""
     import nova
+
+    raw = raw or _svd_raw
 
     @nova.custom_vjp
     def full(a):
-        return _svd_raw(a)
+        return raw(a)
 
     def fwd(a):
-        return _svd_raw(a), None
+        return raw(a), None
 
     def bwd(res, g):
         raise NotImplementedError(

@@ -137,24 +137,8 @@ def _svd_reduced_fn():
     return svd_reduced
 
 
-@functools.cache
 def _svd_full_fn():
-    import nova
-
-    @nova.custom_vjp
-    def full(a):
-        return _svd_raw(a)
-
-    def fwd(a):
-        return _svd_raw(a), None
-
-    def bwd(res, g):
-        raise NotImplementedError(
-            "svd: derivatives of the full matrices (full_matrices=True) are not defined (the "
-            "completion of U or V is arbitrary); use full_matrices=False, as with jax.numpy")
-
-    full.defvjp(fwd, bwd)
-    return full
+    return _d._svd_full_nodiff(_svd_raw)
 
 
 def svd(a, full_matrices=True, compute_uv=True):

@@ -113,6 +113,13 @@ def test_elementwise_against_numpy(name, mode):
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
 
 
+def test_real_array_cast_to_complex_under_jit():
+    # the zero imaginary part is a folded constant (a 0-d bitcast in sqrt's sign test)
+    got = nova.jit(lambda x: jnp.sqrt(x.astype(jnp.complex64)))(np.array([1.0, -4.0, 0.0],
+                                                                          np.float32))
+    assert_close(got, np.sqrt(np.array([1.0, -4.0, 0.0], np.complex64)))
+
+
 def test_complex128_precision():
     z, w = _z((5,), np.complex128), _z((5,), np.complex128)
     f = nova.jit(lambda x, y: jnp.exp(x) * jnp.sqrt(y) / (x + y) + jnp.tanh(x))

@@ -544,7 +544,8 @@ def _bitcast_rule(x, *, new_dtype):
 bitcast_convert_type_p = Primitive(
     "bitcast_convert_type",
     shape_rule=_bitcast_rule,
-    impl=lambda x, *, new_dtype: np.ascontiguousarray(x).view(np.dtype(new_dtype)),
+    impl=lambda x, *, new_dtype: np.ascontiguousarray(x).view(np.dtype(new_dtype)).reshape(
+        np.shape(x)),  # (ascontiguousarray makes a 0-d array 1-d)
     vjp=lambda ct, x, *, out, new_dtype: (None,),
     jvp=lambda tangents, x, *, out, new_dtype: zeros_like(out),
     fusion=FusionKind.ELEMENTWISE,

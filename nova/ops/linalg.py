@@ -1,7 +1,9 @@
 """nova.lax.linalg: jax.lax.linalg's decompositions over nova/numpy_impl/decompositions.py
 (imported lazily: nova.numpy sits above ops/). The conventions are lax's, not NumPy's:
 eigh returns (eigenvectors, eigenvalues), lu returns (lu, pivots, permutation), and
-triangular_solve solves x op(a) = b unless left_side=True."""
+triangular_solve solves x op(a) = b unless left_side=True. Complex (complex64 / complex128)
+matrices are accepted by every function (decompositions.py dispatches them to
+decompositions_complex*.py; lu here calls the complex LU directly)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,16 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalu
 def lu(x):
     """(lu, pivots, permutation) of x (..., m, n) with partial pivoting (jax.lax.linalg.lu):
     L (unit, below the diagonal) and U packed, LAPACK's int32 pivots (min(m, n)) and the int32
-    row permutation (m) with x[permutation] = L @ U."""
+    row permutation (m) with x[permutation] = L @ U. x: float or complex (the pivot of a
+    complex column is its entry of largest |Re| + |Im|, LAPACK's izamax); lu has x's dtype
+    (ints become float32). Raises ShapeError for fewer than 2 dimensions, TypeError for a
+    non-numeric dtype."""
     d = _d()
+    if d._complex(x):
+        from nova.numpy_impl import decompositions_complex as dc
+
+        a = dc.matrix("lu", x, square=False)
+        return d._batched(dc.lu_raw, a, n_batch=a.ndim - 2)
     a = d._matrix("lu", x, square=False)
     return d._batched(d._lu_raw, a, n_batch=a.ndim - 2)
 
@@ -52,12 +62,15 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
                      transpose_a: bool = False, conjugate_a: bool = False,
                      unit_diagonal: bool = False):
     """x with op(a) x = b (left_side=True) or x op(a) = b (left_side=False, lax's default),
-    op(a) = a^T if transpose_a, a's lower or upper triangle (jax.lax.linalg.triangular_solve).
-    a: (..., m, m); b: (..., m, n) for left_side, (..., n, m) otherwise. conjugate_a has no
-    effect on real arrays."""
+    op(a) = a^T if transpose_a, conj(a) if conjugate_a (a^H with both), a's lower or upper
+    triangle (jax.lax.linalg.triangular_solve). a: (..., m, m); b: (..., m, n) for left_side,
+    (..., n, m) otherwise; float or complex (the result has the promoted dtype).
+    conjugate_a has no effect on real arrays. Raises ShapeError for mismatched shapes."""
     from nova import numpy as jnp
 
     d = _d()
+    if conjugate_a and d._complex(a):
+        a = jnp.conj(jnp.asarray(a))
     if left_side:
         return d.solve_triangular(a, b, trans=1 if transpose_a else 0, lower=lower,
                                   unit_diagonal=unit_diagonal)

@@ -2,10 +2,9 @@
 (nova/numpy_impl/decompositions.py): solve_triangular, cho_factor / cho_solve, lu, lu_factor /
 lu_solve, cholesky (upper by default, as SciPy's), qr, qr_multiply, eigh, eigh_tridiagonal,
 hessenberg, svd, solve, inv, det, pinv; the matrix functions of linalg_functions.py (expm,
-expm_frechet, sqrtm, polar, solve_sylvester) and the special matrices of linalg_special.py.
-
-Not provided (they need complex dtypes or a real Schur form, which Nova lacks): schur,
-rsf2csf, dft, funm."""
+expm_frechet, sqrtm, polar, solve_sylvester), the Schur decomposition and what is built on it
+(linalg_schur.py: schur, rsf2csf, funm) and the special matrices of linalg_special.py (dft
+among them). Complex (complex64 / complex128) matrices are accepted throughout."""
 
 from __future__ import annotations
 
@@ -22,6 +21,7 @@ from nova.numpy_impl.decompositions import (  # noqa: F401
     solve_triangular,
 )
 from nova.scipy import linalg_functions as _functions
+from nova.scipy import linalg_schur as _schur
 from nova.scipy import linalg_special as _special
 from nova.scipy.linalg_functions import (  # noqa: F401
     expm,
@@ -30,11 +30,13 @@ from nova.scipy.linalg_functions import (  # noqa: F401
     solve_sylvester,
     sqrtm,
 )
+from nova.scipy.linalg_schur import funm, rsf2csf, schur  # noqa: F401
 from nova.scipy.linalg_special import (  # noqa: F401
     block_diag,
     circulant,
     companion,
     convolution_matrix,
+    dft,
     fiedler,
     fiedler_companion,
     hadamard,
@@ -48,8 +50,12 @@ from nova.scipy.linalg_special import (  # noqa: F401
     toeplitz,
 )
 
-__all__ = sorted([*_d.SCIPY_LINALG, "eigh_tridiagonal", "hessenberg", "qr_multiply",
-                  *_functions.__all__, *_special.__all__])
+__all__ = ["eigh_tridiagonal", "hessenberg", "qr_multiply"]
+__all__ += _d.SCIPY_LINALG  # noqa: PLE0605 (a list defined in decompositions.py)
+__all__ += _functions.__all__
+__all__ += _schur.__all__
+__all__ += _special.__all__
+__all__.sort()
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):

@@ -1,7 +1,10 @@
 """Matrix functions of nova.scipy.linalg (expm, expm_frechet, sqrtm, polar, solve_sylvester),
 written over Nova's own loops and decompositions (nova/numpy_impl/decompositions.py), so they
 trace under nova.jit and nova.vmap; expm also has a gradient (its custom VJP is the Frechet
-derivative at A^T). Real dtypes only: Nova has no complex dtype."""
+derivative at A^T). Complex matrices (complex64 / complex128) are accepted by all of them:
+expm, expm_frechet and solve_sylvester are holomorphic (the VJP is the real rule without
+conjugation, JAX's convention), sqrtm of a complex matrix uses the complex Schur form
+(linalg_schur.py), polar gives a unitary u and a Hermitian p."""
 
 from __future__ import annotations
 
@@ -15,14 +18,15 @@ import nova.numpy as jnp
 from nova.core import dtypes
 from nova.core.errors import ShapeError
 from nova.numpy_impl import decompositions as _d
+from nova.numpy_impl import decompositions_complex as _c
 from nova.numpy_impl.util import broadcast_shapes, where_am_i
 
 __all__ = ["expm", "expm_frechet", "polar", "solve_sylvester", "sqrtm"]
 
 
 def _square(name, a, arg="A"):
-    """a as a float (..., n, n) array in its compute dtype; ShapeError names the shape."""
-    x = _d._as_float(name, a, arg)
+    """a as a float or complex (..., n, n) array; ShapeError names the shape."""
+    x = _c.as_inexact(name, a, arg)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ShapeError(f"{name}: {arg} must be a (batched) square matrix of shape (..., n, n), "
                          f"got shape {x.shape}{where_am_i()}")
@@ -73,7 +77,7 @@ def _expm_2d(a, upper_triangular, max_squarings):
     max_squarings squarings would be needed."""
     from nova import lax
 
-    table = _THETA["float64" if a.dtype == dtypes.float64 else "float32"]
+    table = _THETA["float64" if a.dtype in (dtypes.float64, dtypes.complex128) else "float32"]
     degrees = [m for m, _ in table]
     theta_max = table[-1][1]
     norm1 = jnp.max(jnp.sum(jnp.abs(a), axis=0))
@@ -136,13 +140,16 @@ def _expm_fn(upper_triangular, max_squarings):
 def expm(A, *, upper_triangular=False, max_squarings=16):
     """The matrix exponential exp(A) = sum_k A^k / k! (scipy.linalg.expm, jax.scipy.linalg.expm).
 
-    A: (..., n, n) float (ints become float32; float16 / bfloat16 compute in float32). Scaling
+    A: (..., n, n) float or complex (ints become float32; float16 / bfloat16 compute in
+    float32; complex64 uses float32's Pade degrees, complex128 float64's). Scaling
     and squaring with a [m/m] Pade approximant (Higham 2005, Algorithm 2.3: degrees 3-7 in
     float32, 3-13 in float64, s = ceil(log2(||A||_1 / theta_m)) squarings). upper_triangular
     =True solves the Pade system by back substitution (A must be upper triangular). Returns
     (..., n, n) in A's dtype; NaN where more than max_squarings squarings would be needed (or
-    A is not finite). Differentiable (nova.grad): the VJP is the Frechet derivative at A^T.
-    Raises ShapeError unless A is (..., n, n), TypeError for a non-real dtype.
+    A is not finite). Differentiable (nova.grad): the VJP is the Frechet derivative at A^T
+    (for complex A, JAX's convention: the transpose, not the conjugate transpose, as exp is
+    holomorphic). Raises ShapeError unless A is (..., n, n), TypeError for a non-numeric
+    dtype.
     """
     x = _square("expm", A)
     dt = x.dtype
@@ -156,7 +163,7 @@ def expm(A, *, upper_triangular=False, max_squarings=16):
 def expm_frechet(A, E, *, method=None, compute_expm=True):
     """The Frechet derivative L(A, E) = d/dt exp(A + t E) at t = 0 (scipy.linalg.expm_frechet).
 
-    A, E: (..., n, n) float of one shape. Returns (expm(A), L(A, E)), or L(A, E) alone with
+    A, E: (..., n, n) float or complex of one shape. Returns (expm(A), L(A, E)), or L(A, E) alone with
     compute_expm=False, each (..., n, n). Computed as the blocks of exp([[A, E], [0, A]])
     (Higham 2008, "Functions of Matrices", eq. 3.16); `method` (None, 'SPS' or
     'blockEnlarge') is accepted and this one method is used. Differentiable through expm.
@@ -208,24 +215,42 @@ def _sqrtm_2d(a, max_iter):
         return k + 1, x, m, err
 
     init = (jnp.zeros((), dtypes.int32), a, a, jnp.full((), np.inf, a.dtype))
-    k, x, m, err = lax.while_loop(cond, body, init)
+    _, x, _, err = lax.while_loop(cond, body, init)
     ok = (err <= tol * 100) & jnp.all(jnp.isfinite(x))
     return jnp.where(ok, x, jnp.full_like(x, np.nan))
 
 
-def sqrtm(A, blocksize=1):
-    """The principal square root X of A (X @ X = A, the eigenvalues of X in the right
-    half-plane), for a real A whose principal root is real: A has no eigenvalue on the closed
-    negative real axis (e.g. symmetric positive definite A, or any A with real positive and
-    complex eigenvalues).
+def _sqrtm_schur_2d(a):
+    """The principal square root of one complex (n, n) matrix by the complex Schur method."""
+    from nova.scipy import linalg_schur
 
-    A: (..., n, n) float; returns (..., n, n) in A's dtype. The scaled Denman-Beavers
-    iteration (Higham 2008, "Functions of Matrices", eq. 6.29), quadratically convergent; NaN
-    where it does not converge in 50 steps, which happens for singular A and for A with
-    negative eigenvalues. Unlike jax.scipy.linalg.sqrtm (complex Schur method, complex result)
-    Nova has no complex dtype, so those matrices are not supported. Not differentiable (a
-    while loop), as JAX's. blocksize is accepted for SciPy's signature; values other than 1
-    raise NotImplementedError, as JAX's. Raises ShapeError unless A is (..., n, n).
+    t, z = linalg_schur.schur(a, "complex")
+    return z @ linalg_schur.sqrtm_triu(t) @ _c.mH(z)
+
+
+def sqrtm(A, blocksize=1):
+    """The principal square root X of A: X @ X = A, the eigenvalues of X in the open right
+    half-plane (scipy.linalg.sqrtm, jax.scipy.linalg.sqrtm).
+
+    A: (..., n, n) float or complex (ints become float32); returns (..., n, n) in A's dtype.
+
+    - Complex A (complex64 / complex128): the Schur method (Bjorck & Hammarling 1983, "A Schur
+      method for the square root of a matrix"; Higham 1987): A = Z T Z^H (the complex Schur
+      form, nova.scipy.linalg.schur), the upper triangular root R of T by its superdiagonals,
+      X = Z R Z^H. Every matrix without a zero eigenvalue has one; for a negative eigenvalue
+      the root's eigenvalue is i sqrt(|lambda|) (NumPy's branch of sqrt). A singular A gives
+      inf / NaN where 0 + 0 is divided by, as SciPy's.
+    - Real A: a real root (the result's dtype must not depend on A's values under nova.jit),
+      for A with no eigenvalue on the closed negative real axis (e.g. symmetric positive
+      definite A, or any A with real positive and complex eigenvalues): the scaled
+      Denman-Beavers iteration (Higham 2008, "Functions of Matrices", eq. 6.29),
+      quadratically convergent; NaN where it does not converge in 50 steps (singular A and A
+      with negative eigenvalues). For those matrices SciPy returns the complex root and JAX
+      always returns a complex result: pass A.astype(complex) for that root.
+
+    Not differentiable (while loops), as JAX's. blocksize is accepted for SciPy's signature;
+    values other than 1 raise NotImplementedError, as JAX's. Raises ShapeError unless A is
+    (..., n, n), TypeError for a non-numeric dtype.
     """
     if blocksize != 1:
         raise NotImplementedError(f"sqrtm: only blocksize=1 is implemented, got {blocksize}"
@@ -235,6 +260,8 @@ def sqrtm(A, blocksize=1):
     x = x.astype(_d._compute_dtype(x))
     if x.shape[-1] == 0:
         return x.astype(dt)
+    if _c.is_complex(x):
+        return _d._batched(_sqrtm_schur_2d, x, n_batch=x.ndim - 2)
     return _d._batched(lambda m: _sqrtm_2d(m, 50), x, n_batch=x.ndim - 2).astype(dt)
 
 
@@ -244,9 +271,10 @@ def sqrtm(A, blocksize=1):
 def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
     """The polar decomposition a = u p (side='right', p (..., n, n)) or a = p u (side='left',
     p (..., m, m)), u (..., m, n) with orthonormal columns (rows if n > m), p symmetric
-    positive semidefinite (jax.scipy.linalg.polar).
+    positive semidefinite (jax.scipy.linalg.polar); for a complex a (complex64 / complex128)
+    u has orthonormal columns in the unitary sense and p is Hermitian positive semidefinite.
 
-    From the reduced SVD a = U S V^T: u = U V^T, p = V S V^T or U S U^T (Higham 2008,
+    From the reduced SVD a = U S V^H: u = U V^H, p = V S V^H or U S U^H (Higham 2008,
     "Functions of Matrices", Thm. 8.1). method 'svd' or 'qdwh' (JAX's default) are both
     computed this way (Nova has no QDWH; eps and max_iterations are unused). Differentiable
     through the SVD. Raises ShapeError for fewer than 2 dimensions, ValueError for a bad side
@@ -256,23 +284,28 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
         raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}{where_am_i()}")
     if method not in ("svd", "qdwh"):
         raise ValueError(f"polar: method must be 'svd' or 'qdwh', got {method!r}{where_am_i()}")
-    x = _d._matrix("polar", a, square=False)
+    x = _c.as_inexact("polar", a)
+    if x.ndim < 2:
+        raise ShapeError(f"polar: a must have at least 2 dimensions, got shape {x.shape}"
+                         f"{where_am_i()}")
     u_svd, s, vt = _d.svd(x, full_matrices=False)
     u = u_svd @ vt
+    s = s.astype(u.dtype)
     if side == "right":
-        p = (_d._mT(vt) * s[..., None, :]) @ vt
+        p = (_c.mH(vt) * s[..., None, :]) @ vt
     else:
-        p = (u_svd * s[..., None, :]) @ _d._mT(u_svd)
+        p = (u_svd * s[..., None, :]) @ _c.mH(u_svd)
     return u, p
 
 
 def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
     """X with A X + X B = C (scipy.linalg.solve_sylvester, jax.scipy.linalg.solve_sylvester).
 
-    A: (..., m, m), B: (..., n, n), C: (..., m, n); batch dimensions broadcast. Solved as the
+    A: (..., m, m), B: (..., n, n), C: (..., m, n), float or complex; batch dimensions
+    broadcast. Solved as the
     (m n) x (m n) linear system (A kron I_n + I_m kron B^T) vec(X) = vec(C) (vec by rows;
     Horn & Johnson, "Topics in Matrix Analysis", 4.4) by LU with partial pivoting: O((m n)^3),
-    meant for small m n (Bartels-Stewart needs a real Schur form, which Nova lacks). `method`
+    meant for small m n (Bartels-Stewart on the Schur forms is not implemented). `method`
     ('schur' or 'eigen') is accepted and this one method is used; `tol` is unused: where A and
     -B share an eigenvalue the system is singular and the result is inf / NaN. Differentiable
     through solve. Raises ShapeError for non-square A or B or a C of the wrong shape,
@@ -283,7 +316,10 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
                          f"{where_am_i()}")
     a = _square("solve_sylvester", A, "A")
     b = _square("solve_sylvester", B, "B")
-    c = _d._matrix("solve_sylvester", C, square=False, arg="C")
+    c = _c.as_inexact("solve_sylvester", C, "C")
+    if c.ndim < 2:
+        raise ShapeError(f"solve_sylvester: C must have at least 2 dimensions, got shape "
+                         f"{c.shape}{where_am_i()}")
     m, n = a.shape[-1], b.shape[-1]
     if c.shape[-2:] != (m, n):
         raise ShapeError(f"solve_sylvester: C must have shape (..., {m}, {n}) for A of shape "

@@ -3,7 +3,8 @@
 the constructors of a static order n (hilbert, pascal, hadamard, ...) are exact host constants.
 
 Definitions follow SciPy's reference pages (scipy.linalg, "Special matrices") and Golub & Van
-Loan, "Matrix Computations", 4th ed., 4.7 (Toeplitz and Hankel) and 7.4.6 (companion)."""
+Loan, "Matrix Computations", 4th ed., 4.7 (Toeplitz and Hankel) and 7.4.6 (companion).
+Complex (complex64 / complex128) vectors give complex matrices; dft's matrix is complex."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import nova.numpy as jnp
 from nova.core import dtypes
 from nova.numpy_impl.util import broadcast_shapes, where_am_i
 
-__all__ = ["block_diag", "circulant", "companion", "convolution_matrix", "fiedler",
+__all__ = ["block_diag", "circulant", "companion", "convolution_matrix", "dft", "fiedler",
            "fiedler_companion", "hadamard", "hankel", "helmert", "hilbert", "invhilbert",
            "invpascal", "leslie", "pascal", "toeplitz"]
 
@@ -74,13 +75,14 @@ def _kind(name, kind):
 def toeplitz(c, r=None):
     """The Toeplitz matrix T[..., i, j] = c[..., i - j] (i >= j), r[..., j - i] (i < j).
 
-    c: (..., m) first column; r: (..., n) first row (default c; r[..., 0] is ignored, the
+    c: (..., m) first column; r: (..., n) first row (default conj(c), so a complex c gives a
+    Hermitian matrix, as SciPy's and JAX's; r[..., 0] is ignored, the
     diagonal is c[..., 0]); scalars count as length 1. Leading dimensions broadcast and give a
     batch. Returns (..., m, n) in the promoted dtype of c and r (ints stay ints), as
     jax.scipy.linalg.toeplitz. Raises ShapeError if the batch dimensions do not broadcast.
     """
     c = _vector("toeplitz", c, "c")
-    r = c if r is None else _vector("toeplitz", r, "r")
+    r = jnp.conj(c) if r is None else _vector("toeplitz", r, "r")
     c, r = _common("toeplitz", c, r)
     m, n = c.shape[-1], r.shape[-1]
     if m == 0 or n == 0:
@@ -353,3 +355,28 @@ def hadamard(n, dtype=int):
         h = np.block([[h, h], [h, -h]])
     return jnp.asarray(h, dtypes.canonicalize(dtype))
 
+
+
+def dft(n, scale=None, *, dtype=None):
+    """The discrete Fourier transform matrix M[j, k] = w^(j k), w = exp(-2 pi i / n), so that
+    M @ x == numpy.fft.fft(x) (scipy.linalg.dft, jax.scipy.linalg.dft).
+
+    n: a non-negative int; scale None (no scaling), 'sqrtn' (M / sqrt(n), unitary) or 'n'
+    (M / n). dtype: a complex dtype (default complex64; float dtypes give their complex
+    dtype). Returns (n, n), an exact host constant (j k is reduced mod n before the
+    exponential, so the entries are accurate for large n). Raises ValueError for a negative n
+    or an unknown scale, TypeError for a non-integer n.
+    """
+    n = _static_order("dft", n)
+    if scale not in (None, "sqrtn", "n"):
+        raise ValueError(f"dft: scale must be None, 'sqrtn' or 'n', got {scale!r}{where_am_i()}")
+    dt = dtypes.complex64 if dtype is None else dtypes.canonicalize(dtype)
+    if not dtypes.is_complex(dt):
+        dt = dtypes.complex_dtype(dt)
+    k = np.arange(n, dtype=np.int64)
+    m = np.exp(-2j * np.pi * ((k[:, None] * k[None, :]) % max(n, 1)) / max(n, 1))
+    if scale == "sqrtn":
+        m = m / math.sqrt(n)
+    elif scale == "n":
+        m = m / n
+    return jnp.asarray(m.astype(np.complex128), dt)

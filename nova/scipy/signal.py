@@ -1,10 +1,14 @@
-"""nova.scipy.signal: N-d convolution and correlation, their 2-d forms with boundary conditions,
-and detrend, as jax.scipy.signal / scipy.signal, over lax.conv_general_dilated (so gradients
-flow to both operands)."""
+"""nova.scipy.signal: N-d convolution and correlation (the direct sum over
+lax.conv_general_dilated, or through nova.numpy.fft: fftconvolve), their 2-d forms with boundary
+conditions, and detrend, as jax.scipy.signal / scipy.signal; gradients flow to both operands.
+The spectral analysis functions (stft, istft, welch, csd, spectrogram, coherence, get_window)
+live in nova/scipy/signal_spectral.py, signal_istft.py and signal_windows.py and are
+re-exported here."""
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -12,14 +16,16 @@ import nova.numpy as jnp
 from nova.core import dtypes
 from nova.numpy_impl.util import normalize_axis, promote, where_am_i
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "detrend"]
+__all__ = ["choose_conv_method", "coherence", "convolve", "convolve2d", "correlate",
+           "correlate2d", "csd", "detrend", "fftconvolve", "get_window", "istft",
+           "spectrogram", "stft", "welch"]
 
 _MODES = ("full", "same", "valid")
 
 
-def _operands(name, in1, in2, mode, ndim=None):
-    """in1, in2 as arrays of one float dtype (ints and bools become float32, as JAX's), checked
-    for rank and mode."""
+def _operands(name, in1, in2, mode, ndim=None, allow_complex=False):
+    """in1, in2 as arrays of one float dtype (ints and bools become float32, as JAX's; a
+    complex pair stays complex where allow_complex), checked for rank and mode."""
     if mode not in _MODES:
         raise ValueError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}"
                          f"{where_am_i()}")
@@ -34,7 +40,7 @@ def _operands(name, in1, in2, mode, ndim=None):
         raise ValueError(f"{name}: in1 and in2 cannot be empty (shapes {a.shape}, {v.shape})"
                          f"{where_am_i()}")
     dt = dtypes.result_type(a, v)
-    if not dtypes.is_float(dt):
+    if not (dtypes.is_float(dt) or (allow_complex and dtypes.is_complex(dt))):
         dt = dtypes.default_float
     return a.astype(dt), v.astype(dt)
 
@@ -53,8 +59,14 @@ def _valid_order(name, a, v):
 
 def _conv(a, v, pads):
     """sum_j a[i + j - pad_lo] v_flipped[j]: the true convolution of a and v over every axis,
-    with a zero-padded by `pads`, as one lax.conv_general_dilated."""
+    with a zero-padded by `pads`, as one lax.conv_general_dilated (four for complex operands:
+    the convolution primitive is real)."""
     from nova import lax
+
+    if dtypes.is_complex(a.dtype):
+        ar, ai, vr, vi = (jnp.real(a), jnp.imag(a), jnp.real(v), jnp.imag(v))
+        return lax.complex(_conv(ar, vr, pads) - _conv(ai, vi, pads),
+                           _conv(ar, vi, pads) + _conv(ai, vr, pads))
 
     kernel = lax.rev(v, tuple(range(v.ndim)))
     lhs = lax.reshape(a, (1, 1) + a.shape)
@@ -79,34 +91,155 @@ def convolve(in1, in2, mode: str = "full", method: str = "auto", precision=None)
     """The N-d convolution of in1 and in2 (scipy.signal.convolve / jax.scipy.signal.convolve):
     out[k] = sum_j in1[j] in2[k - j] over every axis.
 
-    in1, in2: arrays of the same rank (ints and bools become float32, as JAX's). mode "full"
-    (shape n + m - 1 per axis), "same" (in1's shape, centered on the full result as SciPy) or
-    "valid" (n - m + 1 where one input is at least as large as the other in every axis).
-    method "auto", "direct" or "fft": all compute the direct sum (Nova has no FFT; the result
-    is the same up to rounding); precision is accepted for compatibility. Differentiable in
-    both inputs. Raises ValueError for an unknown mode or method, inputs of different ranks,
-    empty inputs, or a 'valid' pair where neither input dominates.
+    in1, in2: arrays of the same rank (ints and bools become float32, as JAX's; complex
+    inputs give the complex convolution). mode "full" (shape n + m - 1 per axis), "same"
+    (in1's shape, centered on the full result as SciPy) or "valid" (n - m + 1 where one input
+    is at least as large as the other in every axis). method: "direct" (the sum, as
+    lax.conv_general_dilated), "fft" (fftconvolve) or "auto" (choose_conv_method's pick by
+    size; both agree up to rounding). precision is accepted for compatibility.
+    Differentiable in both inputs. Raises ValueError for an unknown mode or method, inputs of
+    different ranks, empty inputs, or a 'valid' pair where neither input dominates.
     """
-    if method not in ("auto", "direct", "fft"):
-        raise ValueError(f"convolve: method must be 'auto', 'direct' or 'fft', got {method!r}"
-                         f"{where_am_i()}")
-    a, v = _operands("convolve", in1, in2, mode)
-    return _convolve("convolve", a, v, mode)
+    _check_method("convolve", method)
+    a, v = _operands("convolve", in1, in2, mode, allow_complex=True)
+    return _dispatch("convolve", a, v, mode, method)
 
 
 def correlate(in1, in2, mode: str = "full", method: str = "auto", precision=None):
     """The N-d cross-correlation of in1 and in2 (scipy.signal.correlate /
-    jax.scipy.signal.correlate, real inputs): out[k] = sum_j in1[j + k] in2[j], computed as
-    convolve(in1, in2 reversed along every axis, mode). Arguments, result shapes and errors
-    as convolve (in 'valid' mode with in2 the larger, SciPy's result: the correlation of in2
-    with in1, reversed)."""
+    jax.scipy.signal.correlate): out[k] = sum_j in1[j + k] conj(in2[j]), computed as
+    convolve(in1, conj(in2) reversed along every axis, mode, method). Arguments, result
+    shapes and errors as convolve (in 'valid' mode with in2 the larger, SciPy's result: the
+    correlation of in2 with in1, reversed and conjugated)."""
     from nova import lax
 
+    _check_method("correlate", method)
+    a, v = _operands("correlate", in1, in2, mode, allow_complex=True)
+    flipped = lax.rev(v, tuple(range(v.ndim)))
+    if dtypes.is_complex(flipped.dtype):
+        flipped = jnp.conj(flipped)
+    return _dispatch("correlate", a, flipped, mode, method)
+
+
+def _check_method(name, method):
     if method not in ("auto", "direct", "fft"):
-        raise ValueError(f"correlate: method must be 'auto', 'direct' or 'fft', got "
-                         f"{method!r}{where_am_i()}")
-    a, v = _operands("correlate", in1, in2, mode)
-    return _convolve("correlate", a, lax.rev(v, tuple(range(v.ndim))), mode)
+        raise ValueError(f"{name}: method must be 'auto', 'direct' or 'fft', got {method!r}"
+                         f"{where_am_i()}")
+
+
+def _dispatch(name, a, v, mode, method):
+    if method == "auto":
+        method = _pick_method(a.shape, v.shape, mode)
+    if method == "fft" and a.ndim > 0:
+        return _fftconvolve(name, a, v, mode, tuple(range(a.ndim)))
+    return _convolve(name, a, v, mode)
+
+
+def _pick_method(s1, s2, mode):
+    """'fft' when the direct sum's multiply-adds exceed _FFT_COST times those of the three
+    FFTs (3 N log2 N, N the padded transform size); a rough cost model in the spirit of
+    scipy.signal.choose_conv_method, calibrated loosely on Nova's CPU kernels."""
+    if not s1 or 0 in s1 or 0 in s2:
+        return "direct"
+    full = [n + m - 1 for n, m in zip(s1, s2, strict=True)]
+    if mode == "full":
+        out = full
+    elif mode == "same":
+        out = list(s1)
+    else:
+        out = [abs(n - m) + 1 for n, m in zip(s1, s2, strict=True)]
+    direct = math.prod(out) * min(math.prod(s1), math.prod(s2))
+    from nova.scipy.fft import next_fast_len
+
+    size = math.prod(next_fast_len(n, True) for n in full)
+    return "fft" if direct > _FFT_COST * 3 * size * math.log2(max(size, 2)) else "direct"
+
+
+_FFT_COST = 1.0
+
+
+def choose_conv_method(in1, in2, mode: str = "full", measure: bool = False):
+    """The method convolve / correlate use under method="auto" for these inputs
+    (scipy.signal.choose_conv_method; a rough cost model, see _pick_method): "direct" or
+    "fft". in1, in2: arrays (or shapes' worth of data) of the same rank; measure=True (timing
+    both, as SciPy) is not supported. Raises ValueError for an unknown mode or inputs of
+    different ranks, NotImplementedError for measure=True."""
+    if measure:
+        raise NotImplementedError(f"choose_conv_method: measure=True is not supported"
+                                  f"{where_am_i()}")
+    a, v = _operands("choose_conv_method", in1, in2, mode, allow_complex=True)
+    return _pick_method(a.shape, v.shape, mode)
+
+
+def _conv_axes(name, a, v, axes):
+    """axes normalized (default: all), checked unique, and the non-convolved dimensions checked
+    to broadcast (equal, or 1 in either input)."""
+    if axes is None:
+        axes = tuple(range(a.ndim))
+    axes = tuple(axes) if isinstance(axes, tuple | list) else (axes,)
+    norm = tuple(normalize_axis(ax, a.ndim) for ax in axes)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"{name}: repeated axes are not supported, got axes={axes}"
+                         f"{where_am_i()}")
+    for d in range(a.ndim):
+        if d not in norm and a.shape[d] != v.shape[d] and 1 not in (a.shape[d], v.shape[d]):
+            raise ValueError(f"{name}: in1 and in2 must agree (or be 1) along the axes that "
+                             f"are not convolved, got shapes {a.shape} and {v.shape} with "
+                             f"axes={axes}{where_am_i()}")
+    return norm
+
+
+def _fftconvolve(name, a, v, mode, axes):
+    """The convolution of a and v along `axes` through the FFT (real or complex transforms),
+    cut to `mode`; the other axes broadcast."""
+    from nova.numpy import fft as nfft
+    from nova.scipy.fft import next_fast_len
+
+    if mode == "valid":
+        big = [a.shape[d] >= v.shape[d] for d in axes]
+        small = [a.shape[d] <= v.shape[d] for d in axes]
+        if not all(big):
+            if not all(small):
+                raise ValueError(f"{name}: in 'valid' mode one input must be at least as large "
+                                 f"as the other along every convolved axis, got shapes "
+                                 f"{a.shape} and {v.shape}{where_am_i()}")
+            a, v = v, a
+    full = [a.shape[d] + v.shape[d] - 1 for d in axes]
+    cplx = dtypes.is_complex(a.dtype)
+    fshape = [next_fast_len(n, not cplx) for n in full]
+    if cplx:
+        out = nfft.ifftn(nfft.fftn(a, fshape, axes) * nfft.fftn(v, fshape, axes), fshape, axes)
+    else:
+        out = nfft.irfftn(nfft.rfftn(a, fshape, axes) * nfft.rfftn(v, fshape, axes), fshape,
+                          axes)
+    out = out.astype(a.dtype)
+    index = [slice(None)] * out.ndim
+    for d, n in zip(axes, full, strict=True):
+        keep = {"full": n, "same": a.shape[d], "valid": a.shape[d] - v.shape[d] + 1}[mode]
+        start = (n - keep) // 2  # centered, as SciPy: 'same' starts at (m - 1) // 2
+        index[d] = slice(start, start + keep)
+    return out[tuple(index)]
+
+
+def fftconvolve(in1, in2, mode: str = "full", axes=None):
+    """The N-d convolution of in1 and in2 through the FFT (scipy.signal.fftconvolve /
+    jax.scipy.signal.fftconvolve): the transforms of both, zero-padded to next_fast_len of
+    n + m - 1 along each of `axes`, multiplied and transformed back (rfftn / irfftn for real
+    inputs, fftn / ifftn for complex).
+
+    in1, in2: arrays of the same rank (ints and bools become float32; float64 stays float64;
+    complex stays complex). axes: the convolved axes (default all); along the others the
+    inputs must agree or be 1 (they broadcast, as SciPy; JAX needs them equal). mode and the
+    result's shape along `axes` as convolve; 0-d inputs give in1 * in2. Differentiable in
+    both inputs. Raises ValueError for an unknown mode, inputs of different ranks, empty
+    inputs, bad or repeated axes, non-broadcasting other axes, or a 'valid' pair where
+    neither input dominates along the convolved axes.
+    """
+    a, v = _operands("fftconvolve", in1, in2, mode, allow_complex=True)
+    if a.ndim == 0:
+        return a * v
+    axes = _conv_axes("fftconvolve", a, v, axes)
+    return _fftconvolve("fftconvolve", a, v, mode, axes)
 
 
 # SciPy's boundary names and the numpy.pad mode that extends in1 the same way
@@ -221,3 +354,9 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
         pieces.append(_remove_line(seg, ax))
     return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=ax)
 
+
+
+# the spectral functions use detrend above, so they are imported after it
+from nova.scipy.signal_istft import istft
+from nova.scipy.signal_spectral import coherence, csd, spectrogram, stft, welch
+from nova.scipy.signal_windows import get_window

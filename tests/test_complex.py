@@ -310,3 +310,18 @@ def test_optim_tree_utils_of_complex_leaves_match_optax():
         for k in tree:
             assert np.asarray(got[k]).dtype == np.asarray(want[k]).dtype
             assert_close(got[k], want[k])
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("boundary", ["fill", "wrap", "symm"])
+def test_convolve2d_and_correlate2d_of_complex(mode, boundary):
+    import scipy.signal
+
+    import nova.scipy.signal as nss
+
+    a, v = Z[:, :4].copy(), W[:2, :3].copy()
+    for ours, theirs in ((nss.convolve2d, scipy.signal.convolve2d),
+                         (nss.correlate2d, scipy.signal.correlate2d)):
+        got = ours(a, v, mode, boundary)
+        assert got.dtype == np.complex64
+        assert_close(got, theirs(a, v, mode, boundary), rtol=1e-5, atol=1e-5)

@@ -40,7 +40,9 @@ def _operands(name, in1, in2, mode, ndim=None, allow_complex=False):
         raise ValueError(f"{name}: in1 and in2 cannot be empty (shapes {a.shape}, {v.shape})"
                          f"{where_am_i()}")
     dt = dtypes.result_type(a, v)
-    if not (dtypes.is_float(dt) or (allow_complex and dtypes.is_complex(dt))):
+    if dtypes.is_complex(dt) and not allow_complex:
+        raise TypeError(f"{name}: complex inputs are not supported, got {dt}{where_am_i()}")
+    if not dtypes.is_inexact(dt):
         dt = dtypes.default_float
     return a.astype(dt), v.astype(dt)
 
@@ -272,26 +274,28 @@ def convolve2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0
     """The 2-d convolution of in1 and in2 with a boundary condition (scipy.signal.convolve2d /
     jax.scipy.signal.convolve2d).
 
-    in1, in2: 2-d arrays (ints and bools become float32). mode as convolve. boundary: "fill"
+    in1, in2: 2-d arrays (ints and bools become float32; complex ones give the complex
+    convolution). mode as convolve. boundary: "fill"
     (in1 extended by fillvalue, a scalar), "wrap" (periodically) or "symm" (mirrored, the edge
     repeated), as SciPy (JAX accepts only "fill" with fillvalue 0); "valid" results read no
     boundary. Differentiable in both inputs (and a traced fillvalue). Raises ValueError for
     inputs that are not 2-d, an unknown mode or boundary, or as convolve.
     """
-    a, v = _operands("convolve2d", in1, in2, mode, ndim=2)
+    a, v = _operands("convolve2d", in1, in2, mode, ndim=2, allow_complex=True)
     return _convolve2d("convolve2d", a, v, mode, boundary, fillvalue)
 
 
 def correlate2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0,
                 precision=None):
     """The 2-d cross-correlation of in1 and in2 with a boundary condition
-    (scipy.signal.correlate2d / jax.scipy.signal.correlate2d, real inputs): convolve2d of in1
-    with in2 rotated by 180 degrees; in 'same' mode centered on the correlation (for an
+    (scipy.signal.correlate2d / jax.scipy.signal.correlate2d): convolve2d of in1 with in2
+    conjugated and rotated by 180 degrees; in 'same' mode centered on the correlation (for an
     even-sized in2, one place from correlate's 'same', as SciPy). Arguments and errors as
     convolve2d."""
     from nova import lax
 
-    a, v = _operands("correlate2d", in1, in2, mode, ndim=2)
+    a, v = _operands("correlate2d", in1, in2, mode, ndim=2, allow_complex=True)
+    v = jnp.conj(v)  # (SciPy conjugates in2; real in2 is itself)
     return _convolve2d("correlate2d", a, lax.rev(v, (0, 1)), mode, boundary, fillvalue, True)
 
 

@@ -14,35 +14,12 @@ import scipy.signal as ssig
 
 import nova
 import nova.scipy.signal as S
+from tests.helpers import Jitted
 
 RNG = np.random.default_rng(21)
 
 
-class _Jitted:
-    """module.fn(*args, **kw) run as one nova.jit program (array arguments traced, the rest
-    static): far fewer compilations than running each op eagerly."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def __getattr__(self, name):
-        fn = getattr(self.module, name)
-
-        def call(*args, **kw):
-            traced = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
-
-            def inner(*arrays):
-                full = list(args)
-                for i, a in zip(traced, arrays, strict=True):
-                    full[i] = a
-                return fn(*full, **kw)
-
-            return nova.jit(inner)(*[args[i] for i in traced])
-
-        return call
-
-
-J = _Jitted(S)
+J = Jitted(S)
 
 
 def _close(got, want, rtol=1e-11, atol=1e-11, rel=None):

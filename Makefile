@@ -14,10 +14,17 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# TESTS selects a subset: make test TESTS=tests/test_ir.py
+# TESTS selects a subset: make test TESTS=tests/test_ir.py. The whole suite runs as
+# TEST_CHUNKS pytest processes (tests/run_chunks.py: one process reached vm.max_map_count
+# with the kernel libraries it had loaded).
 TESTS ?= tests
+TEST_CHUNKS ?= 3
 test: $(STAMP)
+ifeq ($(TESTS),tests)
+	$(VPY) tests/run_chunks.py $(TEST_CHUNKS)
+else
 	$(VPY) -m pytest -q -n 2 $(TESTS)
+endif
 
 train: $(STAMP)
 	$(VPY) examples/gpt2/train.py --config tiny

@@ -33,12 +33,15 @@ __all__ = ["beta", "chisquare", "dirichlet", "f", "gamma", "loggamma", "t"]
 
 
 def _real(name, arg, value) -> Array:
-    """A distribution parameter as an Array; a TypeError naming it when Nova cannot hold it
-    (Nova's dtypes are all real: bool, integers and floats)."""
+    """A distribution parameter as an Array; a TypeError naming it when it is not real (a
+    complex parameter has no meaning for these distributions) or Nova cannot hold it."""
     try:
-        return _as_array(value)
+        x = _as_array(value)
     except TypeError as e:
         raise TypeError(f"{name}: {arg}: {e}") from None
+    if dtypes.is_complex(x.dtype):
+        raise TypeError(f"{name}: {arg} must be real, got dtype {x.dtype}{where_am_i()}")
+    return x
 
 
 def _params(name, shape, dtype, **params):

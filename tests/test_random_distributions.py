@@ -294,7 +294,7 @@ def test_bad_inputs_raise():
         nr.binomial(KEY, 3.0, A3, (4,))
     with pytest.raises(ValueError, match="negative dimensions"):
         nr.cauchy(KEY, (-1,))
-    with pytest.raises(TypeError, match="t: df: .*complex64 is not supported"):
+    with pytest.raises(TypeError, match="t: df must be real, got dtype complex64"):
         nr.t(KEY, np.ones(2, np.complex64))
     with pytest.raises(ValueError, match=r"dirichlet: alpha must have ndim >= 1.*\(\)"):
         nr.dirichlet(KEY, 1.0)
